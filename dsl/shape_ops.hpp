@@ -1,0 +1,137 @@
+#pragma once
+// Shape ops: reshape, broadcast_to, movedim, item, to_tensor, and the composites built on them.
+#include <cstdint>
+#include <numeric>
+#include <tuple>
+#include <utility>
+
+#include "tower/kernels.hpp"
+#include "tower/op.hpp"
+
+namespace tower {
+
+struct reshape_op {
+  static constexpr const char* name = "reshape";
+  shape_t target;
+  template <class X> auto base(const X& x) const { return kernels::reshape(x, target); }
+  template <class BS, class X> auto batch(BS bs, const X& x) const {
+    shape_t s = kernels::infer_shape("reshape", target, numel_of(logical_shape(x)), logical_shape(x));
+    s.insert(s.begin(), bs);
+    return call_op(reshape_op{s}, x.value);
+  }
+  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+    return std::make_tuple(call_op(reshape_op{shape(x)}, g));
+  }
+  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+};
+
+/// x with a new shape (one entry may be -1); the data order is unchanged.
+template <operand X>
+auto reshape(const X& x, shape_t s) { return call_op(reshape_op{std::move(s)}, x); }
+
+/// Sums g down to the logical shape of x (the VJP of broadcasting).
+template <class G, class X>
+auto sum_to_like(const G& g, const X& x);
+
+struct broadcast_to_op {
+  static constexpr const char* name = "broadcast_to";
+  shape_t target;
+  template <class X> auto base(const X& x) const { return kernels::broadcast_to(x, target); }
+  template <class BS, class X> auto batch(BS bs, const X& x) const {
+    shape_t padded = logical_shape(x);
+    if (padded.size() > target.size())
+      throw error("broadcast_to: cannot broadcast shape " + detail::shape_str(padded) + " to " + detail::shape_str(target));
+    padded.insert(padded.begin(), target.size() - padded.size(), 1);
+    padded.insert(padded.begin(), bs);
+    shape_t physical = target;
+    physical.insert(physical.begin(), bs);
+    return call_op(broadcast_to_op{physical}, call_op(reshape_op{padded}, x.value));
+  }
+  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+    return std::make_tuple(sum_to_like(g, x));
+  }
+  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+};
+
+template <operand X>
+auto broadcast_to(const X& x, shape_t s) { return call_op(broadcast_to_op{std::move(s)}, x); }
+
+struct movedim_op {
+  static constexpr const char* name = "movedim";
+  std::int64_t src, dst;
+  template <class X> auto base(const X& x) const {
+    static_assert(is_tensor_v<X>, "movedim: needs a tensor");
+    return kernels::movedim(x, src, dst);
+  }
+  template <class BS, class X> auto batch(BS, const X& x) const {
+    const std::int64_t r = logical_rank(x);
+    return call_op(movedim_op{tensor<double>::normalize_dim(src, r) + 1, tensor<double>::normalize_dim(dst, r) + 1}, x.value);
+  }
+  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const {
+    return std::make_tuple(call_op(movedim_op{dst, src}, g));
+  }
+  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+};
+
+/// x with dimension `src` moved to position `dst`.
+template <operand X>
+auto movedim(const X& x, std::int64_t src, std::int64_t dst) { return call_op(movedim_op{src, dst}, x); }
+
+/// The single value of a one-element value, as a scalar at every level.
+struct item_op {
+  static constexpr const char* name = "item";
+  template <class X> auto base(const X& x) const { return kernels::item(x); }
+  template <class BS, class X> auto batch(BS bs, const X& x) const {
+    if (numel_of(logical_shape(x)) != 1)
+      throw error("item: value of shape " + detail::shape_str(logical_shape(x)) + " has more than one element");
+    return call_op(reshape_op{{bs}}, x.value);
+  }
+  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+    if constexpr (is_scalar_type_v<X>) return std::make_tuple(g);
+    else return std::make_tuple(call_op(reshape_op{shape(x)}, g));
+  }
+  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+};
+
+inline constexpr op_fn<item_op> item{};
+
+/// A scalar as a rank-0 tensor, at every level.
+struct to_tensor_op {
+  static constexpr const char* name = "to_tensor";
+  template <class X> auto base(const X& x) const { return kernels::as_tensor<kernels::element_t<X>>(x); }
+  template <class BS, class X> auto batch(BS, const X& x) const { return x.value; }
+  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const {
+    if constexpr (is_scalar_type_v<X>) return std::make_tuple(call_op(item_op{}, g));
+    else return std::make_tuple(g);
+  }
+  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+};
+
+/// Creation ops: their result does not depend on x's values, so grad does not record them.
+struct ones_like_op {
+  static constexpr const char* name = "ones_like";
+  static constexpr bool differentiable = false;
+  template <class X> auto base(const X& x) const { return kernels::map(x, [](auto) { return 1; }); }
+  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
+};
+struct zeros_like_op {
+  static constexpr const char* name = "zeros_like";
+  static constexpr bool differentiable = false;
+  template <class X> auto base(const X& x) const { return kernels::map(x, [](auto) { return 0; }); }
+  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
+};
+
+inline constexpr op_fn<ones_like_op> ones_like{};
+inline constexpr op_fn<zeros_like_op> zeros_like{};
+
+namespace detail {
+template <class X> auto reshape_value(const X& x, const std::vector<std::int64_t>& s) { return call_op(reshape_op{s}, x); }
+template <class X> auto broadcast_values(const X& x, const std::vector<std::int64_t>& s) { return call_op(broadcast_to_op{s}, x); }
+template <class V, class G>
+auto cast_adjoint(const G& g) {
+  if constexpr (is_scalar_type_v<V>) return call_op(item_op{}, g);
+  else return call_op(to_tensor_op{}, g);
+}
+}  // namespace detail
+
+}  // namespace tower

@@ -1,0 +1,30 @@
+#pragma once
+// tower::error — the one exception type of the runtime path.
+//
+// Every runtime misuse (shape mismatch, bad dim, unknown transform key, missing rule, a value
+// used after its transform returned) raises tower::error with a message naming the op, the
+// transform and the shapes involved.
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tower {
+
+class error : public std::runtime_error {
+ public:
+  explicit error(const std::string& what) : std::runtime_error("tower: " + what) {}
+};
+
+namespace detail {
+inline std::string shape_str(const std::vector<std::int64_t>& s) {
+  std::ostringstream os;
+  os << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  os << ']';
+  return os.str();
+}
+}  // namespace detail
+
+}  // namespace tower

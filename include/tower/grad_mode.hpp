@@ -1,0 +1,71 @@
+#pragma once
+// Grad mode: whether grad interpreters record ops, as torch's grad mode does for functorch.
+//
+//   { tw::no_grad guard;  /* ops here are not recorded by any grad level */ }
+//
+// grad(f) runs f with grad mode on and remembers the mode that was in force outside
+// (prev_grad_mode). When that mode was off, grad lowers under no-grad: levels below it do not
+// record its ops (functorch's GradInterpreter.lower). tower realises that lowering with one
+// thread-local threshold, `no_grad_below`, so the check costs one compare per op on both paths.
+namespace tower {
+
+namespace detail {
+struct grad_mode_state {
+  bool enabled = true;
+  int no_grad_below = 0;  // grad levels below this do not record
+};
+inline grad_mode_state& grad_mode() {
+  thread_local grad_mode_state s;
+  return s;
+}
+}  // namespace detail
+
+inline bool is_grad_enabled() { return detail::grad_mode().enabled; }
+
+/// Whether a grad interpreter at `level` records the op it processes now.
+inline bool grad_enabled_at(int level) {
+  const auto& s = detail::grad_mode();
+  return s.enabled && level >= s.no_grad_below;
+}
+
+/// RAII: sets grad mode for a scope and restores it on exit, exceptions included.
+class grad_mode_guard {
+ public:
+  explicit grad_mode_guard(bool enabled) : saved_(detail::grad_mode().enabled) { detail::grad_mode().enabled = enabled; }
+  ~grad_mode_guard() { detail::grad_mode().enabled = saved_; }
+  grad_mode_guard(const grad_mode_guard&) = delete;
+  grad_mode_guard& operator=(const grad_mode_guard&) = delete;
+
+ private:
+  bool saved_;
+};
+
+/// Disables recording for the scope (torch.no_grad()).
+class no_grad : public grad_mode_guard {
+ public:
+  no_grad() : grad_mode_guard(false) {}
+};
+
+/// Enables recording for the scope (torch.enable_grad()).
+class enable_grad : public grad_mode_guard {
+ public:
+  enable_grad() : grad_mode_guard(true) {}
+};
+
+namespace detail {
+/// RAII: while a grad transform entered with grad mode off is live, lower levels do not record.
+class no_grad_below_guard {
+ public:
+  no_grad_below_guard(int level, bool prev_grad_mode) : saved_(grad_mode().no_grad_below) {
+    if (!prev_grad_mode && level > saved_) grad_mode().no_grad_below = level;
+  }
+  ~no_grad_below_guard() { grad_mode().no_grad_below = saved_; }
+  no_grad_below_guard(const no_grad_below_guard&) = delete;
+  no_grad_below_guard& operator=(const no_grad_below_guard&) = delete;
+
+ private:
+  int saved_;
+};
+}  // namespace detail
+
+}  // namespace tower

@@ -1,0 +1,113 @@
+#pragma once
+// The live interpreter stack (functorch's DynamicLayerStack), one per thread.
+//
+// Every transform call, static or runtime, pushes one entry for as long as it runs. The runtime
+// path dispatches by peeking it; the static path uses it only to check, once per transform call,
+// that the level its types predict is above every live level (DESIGN.md invariant 3), and to
+// tell live wrappers from escaped ("dead") ones by their serial.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tower/error.hpp"
+#include "tower/transform_type.hpp"
+
+namespace tower {
+
+/// One live transform: its key, level and per-transform metadata.
+struct interpreter_entry {
+  transform_type key;
+  int level;
+  std::uint64_t serial;          // unique per transform call: wrappers carry it
+  std::int64_t batch_size = 0;   // vmap
+  bool prev_grad_mode = true;    // grad: the grad mode in force when it was entered
+  bool prev_fwd_grad_mode = true;  // jvp
+  void* state = nullptr;         // per-transform runtime state (the grad tape)
+};
+
+namespace detail {
+struct interpreter_stack_state {
+  std::vector<interpreter_entry> entries;
+  std::uint64_t next_serial = 1;
+};
+inline interpreter_stack_state& interpreter_stack() {
+  thread_local interpreter_stack_state s;
+  return s;
+}
+}  // namespace detail
+
+inline const std::vector<interpreter_entry>& interpreter_stack_entries() { return detail::interpreter_stack().entries; }
+
+inline std::size_t interpreter_stack_depth() { return detail::interpreter_stack().entries.size(); }
+
+/// Highest live level (0 when no transform is live).
+inline int top_live_level() {
+  const auto& e = detail::interpreter_stack().entries;
+  return e.empty() ? 0 : e.back().level;
+}
+
+/// The top of the stack; tower::error when no transform is live.
+inline const interpreter_entry& retrieve_current_interpreter() {
+  const auto& e = detail::interpreter_stack().entries;
+  if (e.empty()) throw error("retrieve_current_interpreter: no transform is active");
+  return e.back();
+}
+
+/// The live entry with this serial, or nullptr when its transform has returned.
+inline const interpreter_entry* find_live_interpreter(std::uint64_t serial) {
+  const auto& e = detail::interpreter_stack().entries;
+  for (auto it = e.rbegin(); it != e.rend(); ++it)
+    if (it->serial == serial) return &*it;
+  return nullptr;
+}
+
+inline const interpreter_entry* find_live_level(int level) {
+  const auto& e = detail::interpreter_stack().entries;
+  for (auto it = e.rbegin(); it != e.rend(); ++it)
+    if (it->level == level) return &*it;
+  return nullptr;
+}
+
+/// RAII: pushes a fresh entry for a transform call and pops it on exit, exceptions included.
+class interpreter_scope {
+ public:
+  interpreter_scope(transform_type key, int level) {
+    auto& s = detail::interpreter_stack();
+    if (!s.entries.empty() && level <= s.entries.back().level)
+      throw error(to_string(key) + ": level " + std::to_string(level) + " is not above the live level " +
+                  std::to_string(s.entries.back().level));
+    s.entries.push_back(interpreter_entry{key, level, s.next_serial++});
+    depth_ = s.entries.size();
+  }
+  ~interpreter_scope() {
+    auto& e = detail::interpreter_stack().entries;
+    if (e.size() >= depth_) e.resize(depth_ - 1);
+  }
+  interpreter_scope(const interpreter_scope&) = delete;
+  interpreter_scope& operator=(const interpreter_scope&) = delete;
+
+  interpreter_entry& entry() { return detail::interpreter_stack().entries[depth_ - 1]; }
+
+ private:
+  std::size_t depth_;
+};
+
+/// RAII: pops the top entry for the scope and pushes it back on exit, exceptions included
+/// (functorch's temporarilyPopInterpreterStack, used by lowering on the runtime path).
+class temporarily_pop_interpreter_stack {
+ public:
+  temporarily_pop_interpreter_stack() {
+    auto& e = detail::interpreter_stack().entries;
+    if (e.empty()) throw error("temporarily_pop_interpreter_stack: no transform is active");
+    saved_ = e.back();
+    e.pop_back();
+  }
+  ~temporarily_pop_interpreter_stack() { detail::interpreter_stack().entries.push_back(saved_); }
+  temporarily_pop_interpreter_stack(const temporarily_pop_interpreter_stack&) = delete;
+  temporarily_pop_interpreter_stack& operator=(const temporarily_pop_interpreter_stack&) = delete;
+
+ private:
+  interpreter_entry saved_{};
+};
+
+}  // namespace tower

@@ -1,0 +1,236 @@
+#pragma once
+// Base kernels: the plain computations at the bottom of every dispatch, on `double`, `float`
+// and `tensor<T>`. They know nothing about transforms. A scalar with a scalar gives a scalar;
+// anything with a tensor gives a tensor (NumPy broadcasting).
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tower/error.hpp"
+#include "tower/tensor.hpp"
+
+namespace tower::kernels {
+
+template <class X> inline constexpr bool is_plain_scalar_v = std::is_floating_point_v<std::remove_cvref_t<X>>;
+template <class X> inline constexpr bool is_plain_v = is_plain_scalar_v<X> || is_tensor_v<X>;
+
+template <class X> struct element_of { using type = std::remove_cvref_t<X>; };
+template <class T> struct element_of<tensor<T>> { using type = T; };
+template <class X> using element_t = typename element_of<std::remove_cvref_t<X>>::type;
+
+/// Element type of a binary op's result: a tensor's type wins over a bare scalar's.
+template <class A, class B>
+using common_element_t = std::conditional_t<is_tensor_v<A>, element_t<A>,
+                                            std::conditional_t<is_tensor_v<B>, element_t<B>,
+                                                               std::common_type_t<element_t<A>, element_t<B>>>>;
+
+template <class X>
+shape_t shape_of(const X& x) {
+  if constexpr (is_tensor_v<X>) return x.shape();
+  else return {};
+}
+
+template <class T, class X>
+tensor<T> as_tensor(const X& x) {
+  if constexpr (is_tensor_v<X>) return x;
+  else return tensor<T>(static_cast<T>(x));
+}
+
+inline shape_t broadcast_shapes(const char* op, const shape_t& a, const shape_t& b) {
+  const std::size_t n = std::max(a.size(), b.size());
+  shape_t out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw error(std::string(op) + ": shapes " + detail::shape_str(a) + " and " + detail::shape_str(b) +
+                  " are not broadcastable");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+/// Row-major strides of `in` seen through broadcasting to `out` (0 on broadcast dims).
+inline std::vector<std::int64_t> broadcast_strides(const shape_t& in, const shape_t& out) {
+  std::vector<std::int64_t> st(out.size(), 0);
+  std::int64_t s = 1;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const std::size_t i = in.size() - 1 - k, o = out.size() - 1 - k;
+    st[o] = in[i] == 1 ? 0 : s;
+    s *= in[i];
+  }
+  return st;
+}
+
+/// Calls body(out_index, offset_a, offset_b) over `out` with broadcast strides for a and b.
+template <class Body>
+void for_each_broadcast(const shape_t& out, const std::vector<std::int64_t>& sa,
+                        const std::vector<std::int64_t>& sb, Body&& body) {
+  const std::int64_t n = numel_of(out);
+  const std::size_t r = out.size();
+  std::vector<std::int64_t> idx(r, 0);
+  std::int64_t oa = 0, ob = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    body(i, oa, ob);
+    for (std::size_t k = r; k-- > 0;) {
+      if (++idx[k] < out[k]) { oa += sa[k]; ob += sb[k]; break; }
+      oa -= sa[k] * (out[k] - 1);
+      ob -= sb[k] * (out[k] - 1);
+      idx[k] = 0;
+    }
+  }
+}
+
+template <class X, class F>
+auto map(const X& x, F&& f) {
+  if constexpr (is_plain_scalar_v<X>) {
+    return static_cast<X>(f(x));
+  } else {
+    using T = element_t<X>;
+    std::vector<T> out(static_cast<std::size_t>(x.numel()));
+    const T* p = x.data();
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(f(p[i]));
+    return tensor<T>(x.shape(), std::move(out));
+  }
+}
+
+template <class A, class B, class F>
+auto zip(const char* op, const A& a, const B& b, F&& f) {
+  static_assert(!(is_tensor_v<A> && is_tensor_v<B>) || std::is_same_v<element_t<A>, element_t<B>>,
+                "tower: binary op mixes tensor<float> and tensor<double>; convert one first");
+  using T = common_element_t<A, B>;
+  if constexpr (is_plain_scalar_v<A> && is_plain_scalar_v<B>) {
+    return static_cast<T>(f(static_cast<T>(a), static_cast<T>(b)));
+  } else if constexpr (is_plain_scalar_v<A>) {
+    const T av = static_cast<T>(a);
+    return map(b, [&](T v) { return f(av, v); });
+  } else if constexpr (is_plain_scalar_v<B>) {
+    const T bv = static_cast<T>(b);
+    return map(a, [&](T v) { return f(v, bv); });
+  } else {
+    const T* pa = a.data();
+    const T* pb = b.data();
+    if (a.shape() == b.shape()) {
+      std::vector<T> out(static_cast<std::size_t>(a.numel()));
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(f(pa[i], pb[i]));
+      return tensor<T>(a.shape(), std::move(out));
+    }
+    const shape_t s = broadcast_shapes(op, a.shape(), b.shape());
+    std::vector<T> out(static_cast<std::size_t>(numel_of(s)));
+    for_each_broadcast(s, broadcast_strides(a.shape(), s), broadcast_strides(b.shape(), s),
+                       [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+                         out[static_cast<std::size_t>(i)] = static_cast<T>(f(pa[ia], pb[ib]));
+                       });
+    return tensor<T>(s, std::move(out));
+  }
+}
+
+inline std::vector<std::int64_t> normalize_dims(const char* op, std::vector<std::int64_t> dims, std::int64_t rank) {
+  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+  for (auto& d : dims) {
+    if (d < -rank || d >= rank)
+      throw error(std::string(op) + ": dim " + std::to_string(d) + " out of range for rank " + std::to_string(rank));
+    if (d < 0) d += rank;
+    if (seen[static_cast<std::size_t>(d)]) throw error(std::string(op) + ": dim " + std::to_string(d) + " repeated");
+    seen[static_cast<std::size_t>(d)] = true;
+  }
+  return dims;
+}
+
+/// Sum over `dims` (empty: none). With keepdim the reduced dims stay as size 1.
+template <class X>
+auto sum(const X& x, std::vector<std::int64_t> dims, bool keepdim) {
+  if constexpr (is_plain_scalar_v<X>) {
+    normalize_dims("sum", dims, 0);
+    return x;
+  } else {
+    using T = element_t<X>;
+    const auto& in = x.shape();
+    dims = normalize_dims("sum", std::move(dims), x.dim());
+    shape_t kept = in;  // reduced dims set to 1
+    for (auto d : dims) kept[static_cast<std::size_t>(d)] = 1;
+    std::vector<T> out(static_cast<std::size_t>(numel_of(kept)), T(0));
+    // Accumulate each input element into its output slot: the output is "kept" broadcast to "in".
+    const auto so = broadcast_strides(kept, in);
+    const T* p = x.data();
+    for_each_broadcast(in, so, so, [&](std::int64_t i, std::int64_t o, std::int64_t) {
+      out[static_cast<std::size_t>(o)] += p[i];
+    });
+    shape_t res;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      const bool reduced = std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(k)) != dims.end();
+      if (!reduced || keepdim) res.push_back(kept[k]);
+    }
+    return tensor<T>(res, std::move(out));
+  }
+}
+
+template <class X>
+auto broadcast_to(const X& x, const shape_t& s) {
+  using T = element_t<X>;
+  const shape_t in = shape_of(x);
+  const shape_t b = broadcast_shapes("broadcast_to", in, s);
+  if (b != s)
+    throw error("broadcast_to: cannot broadcast shape " + detail::shape_str(in) + " to " + detail::shape_str(s));
+  const tensor<T> t = as_tensor<T>(x);
+  std::vector<T> out(static_cast<std::size_t>(numel_of(s)));
+  const T* p = t.data();
+  const auto st = broadcast_strides(in, s);
+  for_each_broadcast(s, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { out[static_cast<std::size_t>(i)] = p[o]; });
+  return tensor<T>(s, std::move(out));
+}
+
+/// Resolves one -1 entry of a target shape against a number of elements.
+inline shape_t infer_shape(const char* op, shape_t s, std::int64_t n, const shape_t& from) {
+  std::int64_t known = 1, unknown = -1;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1 && unknown < 0) unknown = static_cast<std::int64_t>(i);
+    else if (s[i] < 0) throw error(std::string(op) + ": invalid target shape " + detail::shape_str(s));
+    else known *= s[i];
+  }
+  if (unknown >= 0 && known > 0 && n % known == 0) s[static_cast<std::size_t>(unknown)] = n / known;
+  if (numel_of(s) != n || (unknown >= 0 && known == 0))
+    throw error(std::string(op) + ": cannot reshape " + detail::shape_str(from) + " to " + detail::shape_str(s));
+  return s;
+}
+
+template <class X>
+auto reshape(const X& x, const shape_t& s) {
+  using T = element_t<X>;
+  const tensor<T> t = as_tensor<T>(x);
+  return tensor<T>(infer_shape("reshape", s, t.numel(), t.shape()), t.values());
+}
+
+/// Moves dimension `src` to position `dst`, keeping the others in order.
+template <class T>
+tensor<T> movedim(const tensor<T>& x, std::int64_t src, std::int64_t dst) {
+  const std::int64_t r = x.dim();
+  src = tensor<T>::normalize_dim(src, r);
+  dst = tensor<T>::normalize_dim(dst, r);
+  if (src == dst) return x;
+  std::vector<std::int64_t> perm;
+  for (std::int64_t k = 0; k < r; ++k)
+    if (k != src) perm.push_back(k);
+  perm.insert(perm.begin() + dst, src);
+  shape_t out(static_cast<std::size_t>(r));
+  for (std::int64_t k = 0; k < r; ++k) out[static_cast<std::size_t>(k)] = x.shape()[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
+  // Stride of each output dim in the input.
+  std::vector<std::int64_t> in_st(static_cast<std::size_t>(r), 1), st(static_cast<std::size_t>(r));
+  for (std::int64_t k = r - 1; k > 0; --k)
+    in_st[static_cast<std::size_t>(k - 1)] = in_st[static_cast<std::size_t>(k)] * x.shape()[static_cast<std::size_t>(k)];
+  for (std::int64_t k = 0; k < r; ++k) st[static_cast<std::size_t>(k)] = in_st[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
+  std::vector<T> data(static_cast<std::size_t>(x.numel()));
+  const T* p = x.data();
+  for_each_broadcast(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
+  return tensor<T>(out, std::move(data));
+}
+
+template <class X>
+auto item(const X& x) {
+  if constexpr (is_plain_scalar_v<X>) return x;
+  else return x.item();
+}
+
+}  // namespace tower::kernels

@@ -1,0 +1,60 @@
+#pragma once
+// Calling an op: call_op picks the path (runtime when any argument is a dyn::value, static
+// otherwise), and the helpers batching rules use to line up batched and unbatched arguments.
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "tower/op_traits.hpp"
+#include "tower/static_dispatch.hpp"
+#include "tower/static_values.hpp"
+
+namespace tower {
+
+/// A value an op accepts: arithmetic scalars, tensors, static wrappers and runtime values.
+template <class X>
+concept operand = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X>;
+
+/// A value that is tower's (not a bare arithmetic scalar): operators are defined for these.
+template <class X>
+concept tower_value = is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X>;
+
+namespace detail {
+template <class X>
+decltype(auto) as_operand(const X& x) {
+  if constexpr (std::is_integral_v<X>) return static_cast<double>(x);
+  else return (x);
+}
+template <class Op, class... A>
+auto runtime_call(const Op& op, const A&... a);  // runtime_dispatch.hpp
+}  // namespace detail
+
+/// Runs `op` on the arguments through the interpreter stack.
+template <class Op, class... A>
+auto call_op(const Op& op, const A&... a) {
+  if constexpr ((is_dyn_v<A> || ...)) return detail::runtime_call(op, detail::as_operand(a)...);
+  else return dispatch_static(op, detail::as_operand(a)...);
+}
+
+/// An op with no attributes as a function object: `tw::sin(x)`.
+template <class Op>
+struct op_fn {
+  template <operand... A>
+  auto operator()(const A&... a) const { return call_op(Op{}, a...); }
+};
+
+// ---- helpers for batching rules (generic over both paths) -----------------------------------
+
+template <class P, class B>
+std::int64_t logical_rank(const bval<P, B>& x) {
+  return rank(x.value) - (static_cast<bool>(x.batched) ? 1 : 0);
+}
+
+template <class P, class B>
+shape_t logical_shape(const bval<P, B>& x) {
+  shape_t s = shape(x.value);
+  if (static_cast<bool>(x.batched)) s.erase(s.begin());
+  return s;
+}
+
+}  // namespace tower

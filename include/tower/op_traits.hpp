@@ -1,0 +1,47 @@
+#pragma once
+// What the engine knows about an op: which rules it has, and the argument form of batching rules.
+//
+// An op is a struct (see dsl/) with a `name` and some of these members, all generic code:
+//   base(x...)                      the plain kernel on double / float / tensor<T>
+//   batch(batch_size, bval...)      the batching rule (vmap): physical result, batch in dim 0
+//   vjp(g, out, x...)               the VJP rule (grad): std::tuple of one gradient per input
+//   jvp(out, x..., t...)            the JVP rule (jvp): the output tangent
+// An op with `static constexpr bool differentiable = false` (zeros_like, comparisons) passes
+// through grad without being recorded. Both paths instantiate these same members.
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+namespace tower {
+
+/// An argument of a batching rule: its physical value, and whether it carries the batch (in dim 0).
+/// `B` is std::true_type / std::false_type on the static path and bool on the runtime path.
+template <class P, class B>
+struct bval {
+  const P& value;
+  B batched;
+};
+
+template <class Op>
+concept differentiable_op = !requires { Op::differentiable; } || Op::differentiable;
+
+template <class Op> inline constexpr bool is_differentiable_v = differentiable_op<Op>;
+
+template <class Op, class... A>
+inline constexpr bool has_base_kernel_v = requires(const Op& op, const A&... a) { op.base(a...); };
+
+template <class Op, class BS, class... B>
+inline constexpr bool has_batch_rule_v = requires(const Op& op, BS bs, B... b) { op.batch(bs, b...); };
+
+template <class Op, class Out, class... X>
+inline constexpr bool has_vjp_rule_v = requires(const Op& op, const Out& g, const X&... x) { op.vjp(g, g, x...); };
+
+namespace detail {
+// Defined by the op vocabulary (dsl/): the engine uses them to accumulate adjoints.
+template <class A, class B> auto add_values(const A& a, const B& b);
+template <class V, class G> auto cast_adjoint(const G& g);
+template <class X> auto reshape_value(const X& x, const std::vector<std::int64_t>& s);
+template <class X> auto broadcast_values(const X& x, const std::vector<std::int64_t>& s);
+}  // namespace detail
+
+}  // namespace tower

@@ -1,0 +1,263 @@
+#pragma once
+// The static path: the interpreter stack as a type-level list, and dispatch_functorch.
+//
+// static_stack_t<Args...> is a Boost.Hana tuple of interpreter types, one per level found in the
+// arguments' types, sorted by level. dispatch_functorch<Stack>(op, args...) takes the top
+// interpreter and calls its process(); process runs the op's rule for that transform and lowers
+// (peels its own wrapper and re-dispatches on the rest of the list). The recursion ends at the
+// op's base kernel on plain values, all resolved at compile time.
+#include <boost/hana/append.hpp>
+#include <boost/hana/back.hpp>
+#include <boost/hana/flatten.hpp>
+#include <boost/hana/basic_tuple.hpp>
+#include <boost/hana/concat.hpp>
+#include <boost/hana/drop_back.hpp>
+#include <boost/hana/fold_left.hpp>
+#include <boost/hana/is_empty.hpp>
+#include <boost/hana/length.hpp>
+#include <boost/hana/sort.hpp>
+#include <boost/hana/type.hpp>
+#include <boost/hana/unique.hpp>
+#include <boost/hana/tuple.hpp>
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tower/grad_mode.hpp"
+#include "tower/interpreter_stack.hpp"
+#include "tower/op_traits.hpp"
+#include "tower/static_tape.hpp"
+#include "tower/static_values.hpp"
+
+namespace tower {
+
+namespace hana = boost::hana;
+
+template <int L> struct vmap_interpreter;
+template <int L> struct grad_interpreter;
+
+namespace detail {
+
+template <class X>
+constexpr auto interpreters_of() {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (!is_static_wrapper_v<D>) {
+    return hana::make_tuple();
+  } else if constexpr (D::key == transform_type::vmap) {
+    return hana::append(interpreters_of<typename D::physical_type>(), hana::type_c<vmap_interpreter<D::level>>);
+  } else {
+    return hana::append(interpreters_of<typename D::primal_type>(), hana::type_c<grad_interpreter<D::level>>);
+  }
+}
+
+template <class... A>
+constexpr auto static_stack_of() {
+  auto all = hana::flatten(hana::make_tuple(interpreters_of<A>()...));
+  auto sorted = hana::sort(all, [](auto a, auto b) {
+    return hana::bool_c<(decltype(a)::type::level_v < decltype(b)::type::level_v)>;
+  });
+  return hana::unique(sorted);
+}
+
+}  // namespace detail
+
+/// The static interpreter stack of a call with these argument types (bottom first).
+template <class... A>
+using static_stack_t = decltype(detail::static_stack_of<std::remove_cvref_t<A>...>());
+
+template <class Stack, class Op, class... A>
+auto dispatch_functorch(const Op& op, const A&... a);
+
+/// Dispatch on the stack the argument types imply.
+template <class Op, class... A>
+auto dispatch_static(const Op& op, const A&... a) {
+  return dispatch_functorch<static_stack_t<A...>>(op, a...);
+}
+
+// ---------------------------------------------------------------------------------------------
+// vmap_interpreter<L>: runs the op's batching rule on the physical values.
+template <int L>
+struct vmap_interpreter {
+  static constexpr int level_v = L;
+
+  std::int64_t batch_size_;
+  std::uint64_t serial_;
+
+  static constexpr int level() { return L; }
+  static constexpr transform_type key() { return transform_type::vmap; }
+  std::int64_t batch_size() const { return batch_size_; }
+
+  template <class... A>
+  static vmap_interpreter from_args(const A&... a) {
+    vmap_interpreter r{-1, 0};
+    (r.take(a), ...);
+    return r;
+  }
+
+  template <class Op, class... A>
+  auto process(const Op& op, const A&... a) const {
+    static_assert(has_batch_rule_v<Op, std::int64_t, decltype(as_bval(a))...>,
+                  "tower: this op has no batching rule for vmap (the op is named in the instantiation)");
+    auto phys = op.batch(batch_size_, as_bval(a)...);
+    return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
+  }
+
+  /// Lowering: dispatch on the rest of the stack (the args given are already peeled).
+  template <class Op, class... A>
+  static auto lower(const Op& op, const A&... a) { return dispatch_static(op, a...); }
+
+ private:
+  template <class X>
+  void take(const X& x) {
+    if constexpr (level_of<X>() == L) {
+      if (!find_live_interpreter(x.serial))
+        throw error("vmap: a value batched by a vmap (level " + std::to_string(L) +
+                    ") was used after that vmap returned");
+      if (batch_size_ < 0) { batch_size_ = x.batch_size; serial_ = x.serial; }
+    }
+  }
+  template <class X>
+  static auto as_bval(const X& x) {
+    if constexpr (level_of<X>() == L) return bval<typename X::physical_type, std::true_type>{x.value, {}};
+    else return bval<X, std::false_type>{x, {}};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// grad_interpreter<L>: lifts the arguments to its level, records the op on its tape, lowers.
+template <int L>
+struct grad_interpreter {
+  static constexpr int level_v = L;
+  static constexpr int level() { return L; }
+
+  detail::grad_tape* tape_;
+  std::uint64_t serial_;
+  bool prev_grad_mode_;
+
+  static constexpr transform_type key() { return transform_type::grad; }
+  bool prev_grad_mode() const { return prev_grad_mode_; }
+
+  template <class... A>
+  static grad_interpreter from_args(const A&...) {
+    // Only the live grad call at level L owns a tape; wrappers from a call that returned are
+    // dead and act as constants.
+    if (const interpreter_entry* e = find_live_level(L); e && e->key == transform_type::grad)
+      return {static_cast<detail::grad_tape*>(e->state), e->serial, e->prev_grad_mode};
+    return {nullptr, 0, true};
+  }
+
+  /// The primal of x at this level: x itself when x is not wrapped at L.
+  template <class X>
+  static const auto& primal(const X& x) {
+    if constexpr (level_of<X>() == L) return x.primal;
+    else return x;
+  }
+
+  /// functorch's lift: x as seen at this level, a primal and its node (null for constants).
+  template <class X>
+  auto lift(const X& x) const {
+    using P = std::remove_cvref_t<decltype(primal(x))>;
+    detail::var_node<P>* node = nullptr;
+    if constexpr (level_of<X>() == L)
+      if (tape_ && x.serial == serial_) node = x.node;
+    return std::pair<const P&, detail::var_node<P>*>{primal(x), node};
+  }
+
+  template <class Op, class... A>
+  auto process(const Op& op, const A&... a) const {
+    auto out = lower(op, primal(a)...);
+    using Out = decltype(out);
+    grad_value<Out, L> r{std::move(out), nullptr, serial_};
+    if constexpr (is_differentiable_v<Op>) {
+      if (tape_ && grad_enabled_at(L)) {
+        auto parents = std::make_tuple(lift(a).second...);
+        const bool tracked = std::apply([](auto... p) { return ((p != nullptr) || ...); }, parents);
+        if (tracked) {
+          static_assert(has_vjp_rule_v<Op, Out, std::remove_cvref_t<decltype(primal(a))>...>,
+                        "tower: this op has no VJP rule, so grad cannot differentiate it");
+          using Node = detail::op_node<Op, Out, std::tuple<std::remove_cvref_t<decltype(primal(a))>...>, decltype(parents)>;
+          r.node = tape_->template make<Node>(op, r.primal, std::make_tuple(primal(a)...), parents);
+        }
+      }
+    }
+    return r;
+  }
+
+  template <class Op, class... A>
+  static auto lower(const Op& op, const A&... a) { return dispatch_static(op, a...); }
+};
+
+// ---------------------------------------------------------------------------------------------
+template <class Stack, class Op, class... A>
+auto dispatch_functorch(const Op& op, const A&... a) {
+  if constexpr (hana::is_empty(Stack{})) {
+    static_assert(has_base_kernel_v<Op, A...>, "tower: this op has no base kernel for these argument types");
+    return op.base(a...);
+  } else {
+    using Top = typename decltype(+hana::back(Stack{}))::type;
+    return Top::from_args(a...).process(op, a...);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adjoint conversion and accumulation (needs dispatch for the add/item ops).
+namespace detail {
+
+template <class V, class G>
+V convert_adjoint(G&& g) {
+  using GD = std::remove_cvref_t<G>;
+  constexpr int lv = level_of<V>(), lg = level_of<GD>();
+  if constexpr (std::is_same_v<V, GD>) {
+    return std::forward<G>(g);
+  } else if constexpr (lg > lv) {
+    // The value depends on a level the target type does not carry: a value captured from an
+    // enclosing transform. Lossless only when it is a constant at that level.
+    if constexpr (GD::key == transform_type::grad) {
+      if (g.node && find_live_interpreter(g.serial))
+        throw error("grad: the result depends on a value captured from an enclosing grad (level " +
+                    std::to_string(lg) + ") that its type cannot carry; pass that value as an argument");
+      return convert_adjoint<V>(g.primal);
+    } else {
+      throw error("vmap: the result depends on a value batched by an enclosing vmap (level " + std::to_string(lg) +
+                  ") that its type cannot carry; pass that value as an argument");
+    }
+  } else if constexpr (lv > lg) {
+    // Lift: the same value for every example of vmap level lv / a constant at grad level lv.
+    const interpreter_entry* e = find_live_level(lv);
+    if (!e) throw error("tower: internal: lifting a value to level " + std::to_string(lv) + ", which is not live");
+    using P = typename inner_type<V>::type;
+    if constexpr (V::key == transform_type::vmap) {
+      shape_t s = shape(g), one = s, full = s;
+      one.insert(one.begin(), 1);
+      full.insert(full.begin(), e->batch_size);
+      return V{convert_adjoint<P>(broadcast_values(reshape_value(g, one), full)), e->batch_size, e->serial};
+    } else {
+      return V{convert_adjoint<P>(std::forward<G>(g)), nullptr, e->serial};
+    }
+  } else if constexpr (lv == 0) {
+    if constexpr (kernels::is_plain_scalar_v<V> && is_tensor_v<GD>) return static_cast<V>(g.item());
+    else if constexpr (is_tensor_v<V> && kernels::is_plain_scalar_v<GD>) return V(static_cast<typename V::value_type>(g));
+    else static_assert(lv != 0, "tower: internal: cannot convert between these plain types");
+  } else if constexpr (V::key == transform_type::vmap) {
+    return V{convert_adjoint<typename inner_type<V>::type>(g.value), g.batch_size, g.serial};
+  } else if constexpr (is_scalar_type_v<V> != is_scalar_type_v<GD>) {
+    return convert_adjoint<V>(cast_adjoint<V>(g));  // scalar <-> rank-0 tensor, tracked at this level
+  } else {
+    if (g.node && find_live_interpreter(g.serial))
+      throw error("grad: internal: an adjoint at level " + std::to_string(lv) + " lacks a level its value carries");
+    return V{convert_adjoint<typename inner_type<V>::type>(g.primal), nullptr, g.serial};
+  }
+}
+
+template <class V>
+template <class G>
+void var_node<V>::accumulate(G&& g) {
+  V v = convert_adjoint<V>(std::forward<G>(g));
+  if (adjoint) *adjoint = add_values(*adjoint, v);
+  else adjoint.emplace(std::move(v));
+}
+
+}  // namespace detail
+
+}  // namespace tower

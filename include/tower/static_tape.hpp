@@ -1,0 +1,98 @@
+#pragma once
+// The tape of a grad call on the static path: reverse mode with typed nodes in an arena.
+//
+// Each recorded op becomes one op_node<Op, Out, In...> that saves its inputs' primals and its
+// output, and knows its parents' nodes by type. Nodes live in a monotonic arena owned by the
+// tape (no allocation per op once the arena has grown), and backward() visits them in reverse
+// creation order, each calling its op's VJP rule. Adjoints are values one level down, so the
+// VJP rules themselves dispatch to lower levels: grad(grad(f)) and vmap(grad(f)) just work.
+#include <cstddef>
+#include <memory_resource>
+#include <new>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "tower/static_values.hpp"
+
+namespace tower::detail {
+
+struct node_base {
+  virtual void backward() = 0;
+  virtual ~node_base() = default;
+};
+
+/// Converts an adjoint computed by a VJP rule to the type of the value it belongs to.
+template <class V, class G>
+V convert_adjoint(G&& g);
+
+/// A value on the tape: holds its adjoint. As a leaf (an input of grad) it has no backward.
+template <class V>
+struct var_node : node_base {
+  std::optional<V> adjoint;
+
+  template <class G>
+  void accumulate(G&& g);
+  void backward() override {}
+};
+
+template <class Op, class Out, class Ins, class Parents>
+struct op_node;
+
+template <class Op, class Out, class... In, class... P>
+struct op_node<Op, Out, std::tuple<In...>, std::tuple<P...>> final : var_node<Out> {
+  Op op;
+  Out out;
+  std::tuple<In...> ins;
+  std::tuple<P...> parents;  // var_node<In>* or nullptr for each input
+
+  op_node(const Op& o, const Out& r, std::tuple<In...> i, std::tuple<P...> p)
+      : op(o), out(r), ins(std::move(i)), parents(p) {}
+
+  void backward() override {
+    if (!this->adjoint) return;
+    auto grads = std::apply([&](const auto&... x) { return op.vjp(*this->adjoint, out, x...); }, ins);
+    push(grads, std::index_sequence_for<In...>{});
+  }
+
+ private:
+  template <class G, std::size_t... I>
+  void push(G& grads, std::index_sequence<I...>) {
+    (push_one(std::get<I>(parents), std::get<I>(grads)), ...);
+  }
+  template <class Parent, class G>
+  static void push_one(Parent parent, G& g) {
+    if constexpr (!std::is_null_pointer_v<Parent>)
+      if (parent) parent->accumulate(std::move(g));
+  }
+};
+
+class grad_tape {
+ public:
+  grad_tape() : arena_(buffer_, sizeof(buffer_)) { nodes_.reserve(64); }
+  ~grad_tape() {
+    for (auto* n : nodes_) n->~node_base();
+  }
+  grad_tape(const grad_tape&) = delete;
+  grad_tape& operator=(const grad_tape&) = delete;
+
+  template <class N, class... A>
+  N* make(A&&... a) {
+    void* p = arena_.allocate(sizeof(N), alignof(N));
+    N* n = ::new (p) N(std::forward<A>(a)...);
+    nodes_.push_back(n);
+    return n;
+  }
+
+  void backward() {
+    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) (*it)->backward();
+  }
+
+ private:
+  alignas(std::max_align_t) std::byte buffer_[4096];
+  std::pmr::monotonic_buffer_resource arena_;
+  std::vector<node_base*> nodes_;
+};
+
+}  // namespace tower::detail

@@ -1,0 +1,152 @@
+#pragma once
+// Values of the static path. A value's type says which transform levels wrap it:
+//
+//   batched<P, L>     a value batched by the vmap at level L; P is the physical value one level
+//                     down, with the batch in dimension 0 (functorch's BatchedTensor).
+//   grad_value<V, L>  a value tracked by the grad at level L; V is its primal one level down
+//                     (functorch's TensorWrapper at a grad level).
+//
+// Wrappers nest outer-transform-innermost: inside vmap(grad(f)) a value is
+// grad_value<batched<tensor<double>, 1>, 2>. Plain values are double, float and tensor<T>.
+// Each wrapper carries the serial of the transform call that made it, so a wrapper that escaped
+// its transform is recognised as dead and never touches freed state.
+#include <cstdint>
+#include <type_traits>
+
+#include "tower/kernels.hpp"
+#include "tower/tensor.hpp"
+#include "tower/transform_type.hpp"
+
+namespace tower {
+
+namespace detail {
+template <class V> struct var_node;
+}
+
+namespace dyn { class value; }
+
+/// True for the runtime path's value type.
+template <class X> inline constexpr bool is_dyn_v = std::is_same_v<std::remove_cvref_t<X>, dyn::value>;
+
+template <class P, int L>
+struct batched {
+  static_assert(L > 0, "batched: levels start at 1");
+  static constexpr int level = L;
+  static constexpr transform_type key = transform_type::vmap;
+  using physical_type = P;
+
+  P value;                  // physical value, batch in dim 0
+  std::int64_t batch_size;  // size of dim 0
+  std::uint64_t serial;     // the vmap call that made it
+};
+
+template <class V, int L>
+struct grad_value {
+  static_assert(L > 0, "grad_value: levels start at 1");
+  static constexpr int level = L;
+  static constexpr transform_type key = transform_type::grad;
+  using primal_type = V;
+
+  V primal;
+  detail::var_node<V>* node = nullptr;  // null: a constant at this level
+  std::uint64_t serial = 0;             // the grad call that made it
+};
+
+template <class X> struct is_static_wrapper : std::false_type {};
+template <class P, int L> struct is_static_wrapper<batched<P, L>> : std::true_type {};
+template <class V, int L> struct is_static_wrapper<grad_value<V, L>> : std::true_type {};
+template <class X> inline constexpr bool is_static_wrapper_v = is_static_wrapper<std::remove_cvref_t<X>>::value;
+
+/// Level of the outermost wrapper of X (0 for plain values).
+template <class X>
+constexpr int level_of() {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_static_wrapper_v<D>) return D::level;
+  else return 0;
+}
+
+/// True when X's outermost wrapper is vmap's (resp. grad's) at level L.
+template <class X, int L> inline constexpr bool is_batched_at_v = false;
+template <class P, int L> inline constexpr bool is_batched_at_v<batched<P, L>, L> = true;
+template <class X, int L> inline constexpr bool is_grad_at_v = false;
+template <class V, int L> inline constexpr bool is_grad_at_v<grad_value<V, L>, L> = true;
+
+/// The innermost plain type of a static value (double, float or tensor<T>).
+template <class X> struct base_type { using type = std::remove_cvref_t<X>; };
+template <class P, int L> struct base_type<batched<P, L>> : base_type<P> {};
+template <class V, int L> struct base_type<grad_value<V, L>> : base_type<V> {};
+template <class X> using base_type_t = typename base_type<std::remove_cvref_t<X>>::type;
+
+/// Element type (double or float) of any static value.
+template <class X> using scalar_type_t = kernels::element_t<base_type_t<X>>;
+
+/// True when X is, at every level, a bare scalar (no tensor and no batch anywhere inside).
+template <class X> inline constexpr bool is_scalar_type_v = kernels::is_plain_scalar_v<base_type_t<X>>;
+
+namespace detail {
+/// The value type one level down: a batched value's physical, a grad value's primal.
+template <class X> struct inner_type { using type = X; };
+template <class P, int L> struct inner_type<batched<P, L>> { using type = P; };
+template <class V, int L> struct inner_type<grad_value<V, L>> { using type = V; };
+
+/// X with a tensor base (the physical value of a batched value is always a tensor).
+template <class X> struct tensorize { using type = tensor<kernels::element_t<X>>; };
+template <class T> struct tensorize<tensor<T>> { using type = tensor<T>; };
+template <class P, int L> struct tensorize<batched<P, L>> { using type = batched<P, L>; };
+template <class V, int L> struct tensorize<grad_value<V, L>> { using type = grad_value<typename tensorize<V>::type, L>; };
+
+template <class Outer, class J> struct rewrap;
+template <class P, int L, class J> struct rewrap<batched<P, L>, J> { using type = batched<typename tensorize<J>::type, L>; };
+template <class V, int L, class J> struct rewrap<grad_value<V, L>, J> { using type = grad_value<J, L>; };
+
+/// X with every wrapper layer of Y added (Y's base kind is ignored).
+template <class X, class Y>
+constexpr auto lift_levels() {
+  constexpr int lx = level_of<X>(), ly = level_of<Y>();
+  if constexpr (ly == 0) {
+    return std::type_identity<X>{};
+  } else if constexpr (ly > lx) {
+    using J = typename decltype(lift_levels<X, typename inner_type<Y>::type>())::type;
+    return std::type_identity<typename rewrap<Y, J>::type>{};
+  } else if constexpr (lx > ly) {
+    using J = typename decltype(lift_levels<typename inner_type<X>::type, Y>())::type;
+    return std::type_identity<typename rewrap<X, J>::type>{};
+  } else {
+    using J = typename decltype(lift_levels<typename inner_type<X>::type, typename inner_type<Y>::type>())::type;
+    return std::type_identity<typename rewrap<X, J>::type>{};
+  }
+}
+}  // namespace detail
+
+/// X lifted to carry every level any of Ys carries: the type grad gives a differentiated
+/// argument, so that every tracked value in the computation carries all levels in play.
+template <class X, class... Ys> struct lift_levels_of { using type = X; };
+template <class X, class Y, class... Ys>
+struct lift_levels_of<X, Y, Ys...>
+    : lift_levels_of<typename decltype(detail::lift_levels<X, std::remove_cvref_t<Y>>())::type, Ys...> {};
+template <class X, class... Ys> using lift_levels_t = typename lift_levels_of<std::remove_cvref_t<X>, Ys...>::type;
+
+/// Logical shape: what the function being transformed sees.
+template <class X>
+shape_t shape(const X& x) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_dyn_v<D>) {
+    return x.shape();
+  } else if constexpr (kernels::is_plain_v<D>) {
+    return kernels::shape_of(x);
+  } else if constexpr (D::key == transform_type::vmap) {
+    shape_t s = shape(x.value);
+    s.erase(s.begin());
+    return s;
+  } else {
+    return shape(x.primal);
+  }
+}
+
+template <class X>
+std::int64_t rank(const X& x) {
+  if constexpr (kernels::is_plain_scalar_v<X>) return 0;
+  else return static_cast<std::int64_t>(shape(x).size());
+}
+
+}  // namespace tower

@@ -1,0 +1,23 @@
+#pragma once
+// tower: composable function transforms (vmap, grad, ...) for C++, with the interpreter stack
+// resolved at compile time. One include for everything.
+//
+//   #include <tower/tower.hpp>
+//   namespace tw = tower;
+//   auto loss = [](auto w, auto x) { return tw::log(1.0 + tw::exp(-tw::dot(w, x))); };
+//   tw::tensor<double> G = tw::vmap(tw::grad(loss), tw::in_dims(tw::none, 0))(w, X);  // [B, d]
+#include "dsl/pointwise.hpp"
+#include "dsl/reduce.hpp"
+#include "dsl/shape_ops.hpp"
+#include "tower/error.hpp"
+#include "tower/grad_mode.hpp"
+#include "tower/interpreter_stack.hpp"
+#include "tower/kernels.hpp"
+#include "tower/op.hpp"
+#include "tower/static_dispatch.hpp"
+#include "tower/static_values.hpp"
+#include "tower/tensor.hpp"
+#include "tower/transform_type.hpp"
+#include "tower/transforms/grad.hpp"
+#include "tower/transforms/options.hpp"
+#include "tower/transforms/vmap.hpp"

@@ -1,0 +1,158 @@
+#pragma once
+// grad(f, argnums, has_aux) and grad_and_value: reverse-mode gradients of a scalar function.
+//
+//   auto f = [](auto x) { return tw::sin(x) * x; };
+//   double d = tw::grad(f)(2.0);                        // cos(2)*2 + sin(2)
+//   auto [gx, gz] = tw::grad(g, tw::argnums<0, 2>)(x, y, z);
+//
+// With one argnum the gradient has the argument's own type; with several, a std::tuple of them.
+// grad runs f with grad mode on, and remembers the mode in force outside (prev_grad_mode): when
+// it was off, levels below do not record this grad's work (functorch's GradInterpreter.lower).
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "dsl/shape_ops.hpp"
+#include "tower/grad_mode.hpp"
+#include "tower/interpreter_stack.hpp"
+#include "tower/static_tape.hpp"
+#include "tower/static_values.hpp"
+#include "tower/transforms/options.hpp"
+#include "tower/transforms/static_level.hpp"
+
+namespace tower {
+
+namespace detail {
+
+template <int N, int... I>
+constexpr bool contains_index() { return ((I == N) || ...); }
+
+/// The value at level L seen one level down (the primal), recursively through tuples.
+template <int L, class X>
+auto unwrap_level(const X& x) {
+  if constexpr (requires { std::tuple_size<X>::value; }) {
+    return std::apply([](const auto&... e) { return std::make_tuple(unwrap_level<L>(e)...); }, x);
+  } else if constexpr (level_of<X>() == L) {
+    return x.primal;
+  } else {
+    return x;
+  }
+}
+
+}  // namespace detail
+
+template <class F, class Argnums, bool HasAux, bool WithValue>
+struct grad_transform;
+
+template <class F, int... I, bool HasAux, bool WithValue>
+struct grad_transform<F, argnums_t<I...>, HasAux, WithValue> {
+  F f;
+
+  template <class... A>
+  auto operator()(const A&... a) const {
+    static_assert(sizeof...(I) > 0, "grad: argnums must name at least one argument");
+    static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "grad: an argnums index is out of range for the arguments given");
+    static_assert(((!std::is_integral_v<std::tuple_element_t<(I < static_cast<int>(sizeof...(A)) ? I : 0), std::tuple<A...>>>) && ...),
+                  "grad: cannot differentiate with respect to an integer or bool argument");
+    constexpr int L = detail::predicted_level<A...>();
+    return detail::run_at_level<L>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
+  }
+
+ private:
+  template <int L, std::size_t K, class X, class... A>
+  static auto wrap(const X& x, detail::grad_tape& tape, std::uint64_t serial) {
+    if constexpr (detail::contains_index<static_cast<int>(K), I...>()) {
+      using J = lift_levels_t<X, A...>;
+      return grad_value<J, L>{detail::convert_adjoint<J>(x), tape.make<detail::var_node<J>>(), serial};
+    } else {
+      return x;
+    }
+  }
+
+  template <int L, class... A>
+  auto run(const A&... a) const {
+    detail::grad_tape tape;
+    const bool prev = is_grad_enabled();
+    interpreter_scope scope(transform_type::grad, L);
+    scope.entry().state = &tape;
+    scope.entry().prev_grad_mode = prev;
+    const std::uint64_t serial = scope.entry().serial;
+    detail::no_grad_below_guard below(L, prev);
+    enable_grad on;
+
+    auto args = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return std::make_tuple(wrap<L, K, A, A...>(a, tape, serial)...);
+    }(std::index_sequence_for<A...>{});
+    auto result = std::apply(f, args);
+
+    auto split = [&]() -> decltype(auto) {
+      if constexpr (HasAux) {
+        static_assert(requires { std::tuple_size<decltype(result)>::value; },
+                      "grad: with has_aux, f must return a (value, aux) pair");
+        static_assert(std::tuple_size_v<decltype(result)> == 2, "grad: with has_aux, f must return a (value, aux) pair");
+        return std::get<0>(result);
+      } else {
+        return (result);
+      }
+    };
+    const auto& value = split();
+    using V = std::remove_cvref_t<decltype(value)>;
+    static_assert(std::is_arithmetic_v<V> || is_tensor_v<V> || is_static_wrapper_v<V>,
+                  "grad: f must return a scalar (double, float or a one-element tensor)");
+    if (const shape_t s = shape(value); !s.empty())
+      throw error("grad: f must return a scalar, it returned a value of shape " + detail::shape_str(s));
+
+    if constexpr (level_of<V>() == L) {
+      if (value.node && value.serial == serial) {
+        value.node->accumulate(ones_like(value.primal));
+        tape.backward();
+      }
+    }
+
+    auto gradient = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+      using X = lift_levels_t<std::tuple_element_t<K, std::tuple<A...>>, A...>;
+      auto* leaf = std::get<K>(args).node;
+      X g = leaf->adjoint ? std::move(*leaf->adjoint) : detail::convert_adjoint<X>(zeros_like(std::get<K>(std::tie(a...))));
+      return g;
+    };
+    auto grads = [&] {
+      if constexpr (sizeof...(I) == 1) return gradient(std::integral_constant<std::size_t, static_cast<std::size_t>(I)>{}...);
+      else return std::make_tuple(gradient(std::integral_constant<std::size_t, static_cast<std::size_t>(I)>{})...);
+    }();
+
+    if constexpr (WithValue && HasAux)
+      return std::make_tuple(std::move(grads), detail::unwrap_level<L>(value), detail::unwrap_level<L>(std::get<1>(result)));
+    else if constexpr (WithValue)
+      return std::make_tuple(std::move(grads), detail::unwrap_level<L>(value));
+    else if constexpr (HasAux)
+      return std::make_tuple(std::move(grads), detail::unwrap_level<L>(std::get<1>(result)));
+    else
+      return grads;
+  }
+};
+
+namespace detail {
+template <class... Opt> struct find_argnums { using type = argnums_t<0>; };
+template <int... I, class... Rest> struct find_argnums<argnums_t<I...>, Rest...> { using type = argnums_t<I...>; };
+template <class First, class... Rest> struct find_argnums<First, Rest...> : find_argnums<Rest...> {};
+
+template <bool WithValue, class F, class... Opt>
+auto make_grad(F f, Opt...) {
+  static_assert(((std::is_same_v<Opt, has_aux_t> || requires { Opt::count; }) && ...),
+                "grad: options are tw::argnums<...> and tw::has_aux");
+  constexpr bool aux = (std::is_same_v<Opt, has_aux_t> || ...);
+  return grad_transform<F, typename find_argnums<Opt...>::type, aux, WithValue>{std::move(f)};
+}
+}  // namespace detail
+
+/// grad(f), grad(f, argnums<0, 2>), grad(f, has_aux), grad(f, argnums<1>, has_aux).
+template <class F, class... Opt>
+auto grad(F f, Opt... opt) { return detail::make_grad<false>(std::move(f), opt...); }
+
+/// grad_and_value(f, ...): (gradient, value), or (gradient, value, aux) with has_aux.
+template <class F, class... Opt>
+auto grad_and_value(F f, Opt... opt) { return detail::make_grad<true>(std::move(f), opt...); }
+
+}  // namespace tower

@@ -1,0 +1,54 @@
+#pragma once
+// Transform options, spelled as in torch.func: in_dims, out_dims, none, argnums, has_aux.
+//
+//   tw::vmap(f, tw::in_dims(tw::none, 0, -1), tw::out_dims(0));
+//   tw::grad(f, tw::argnums<0, 2>, tw::has_aux);
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+
+namespace tower {
+
+/// An argument that vmap does not batch.
+struct none_t {};
+inline constexpr none_t none{};
+
+namespace detail {
+template <class D> using dim_entry_t = std::conditional_t<std::is_same_v<D, none_t>, none_t, std::int64_t>;
+}
+
+/// Per-argument batch dims of vmap: an int (negative counts from the end) or tw::none.
+template <class... D>
+struct in_dims_t {
+  std::tuple<D...> dims;
+};
+template <class... D>
+  requires((std::is_integral_v<D> || std::is_same_v<D, none_t>) && ...)
+constexpr auto in_dims(D... d) {
+  return in_dims_t<detail::dim_entry_t<D>...>{{detail::dim_entry_t<D>(d)...}};
+}
+
+/// Per-output dims where vmap puts the batch.
+template <class... D>
+struct out_dims_t {
+  std::tuple<D...> dims;
+};
+template <class... D>
+  requires(std::is_integral_v<D> && ...)
+constexpr auto out_dims(D... d) {
+  return out_dims_t<detail::dim_entry_t<D>...>{{detail::dim_entry_t<D>(d)...}};
+}
+
+/// Which arguments grad differentiates: tw::argnums<0>, tw::argnums<0, 2>.
+template <int... I>
+struct argnums_t {
+  static constexpr std::size_t count = sizeof...(I);
+};
+template <int... I>
+inline constexpr argnums_t<I...> argnums{};
+
+/// f returns (value, aux); aux comes back untouched beside the gradient.
+struct has_aux_t {};
+inline constexpr has_aux_t has_aux{};
+
+}  // namespace tower
