@@ -119,3 +119,11 @@ auto add_values(const A& a, const B& b) {
 }  // namespace detail
 
 }  // namespace tower
+
+namespace tower::dyn {
+// Found by argument-dependent lookup on dyn::value.
+using tower::operator+;
+using tower::operator-;
+using tower::operator*;
+using tower::operator/;
+}  // namespace tower::dyn

@@ -21,3 +21,6 @@
 #include "tower/transforms/grad.hpp"
 #include "tower/transforms/options.hpp"
 #include "tower/transforms/vmap.hpp"
+#include "tower/dyn_value.hpp"
+#include "tower/runtime_dispatch.hpp"
+#include "tower/transforms/runtime_transforms.hpp"

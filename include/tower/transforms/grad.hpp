@@ -20,6 +20,8 @@
 #include "tower/static_tape.hpp"
 #include "tower/static_values.hpp"
 #include "tower/transforms/options.hpp"
+#include "tower/transforms/runtime_function.hpp"
+#include "tower/transforms/runtime_transforms.hpp"
 #include "tower/transforms/static_level.hpp"
 
 namespace tower {
@@ -56,11 +58,32 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue> {
     static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "grad: an argnums index is out of range for the arguments given");
     static_assert(((!std::is_integral_v<std::tuple_element_t<(I < static_cast<int>(sizeof...(A)) ? I : 0), std::tuple<A...>>>) && ...),
                   "grad: cannot differentiate with respect to an integer or bool argument");
-    constexpr int L = detail::predicted_level<A...>();
-    return detail::run_at_level<L>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
+    if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
+      return run_runtime(a...);
+    } else {
+      constexpr int L = detail::predicted_level<A...>();
+      return detail::run_at_level<L>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
+    }
   }
 
  private:
+  template <class... A>
+  auto run_runtime(const A&... a) const {
+    constexpr std::size_t N = sizeof...(A);
+    auto call = [&](const std::array<dyn::value, N>& w) { return std::apply(f, w); };
+    auto r = dyn::run_grad<HasAux>(call, {I...}, std::array<dyn::value, N>{runtime::detail::to_value(a)...});
+    auto grads = [&] {
+      if constexpr (sizeof...(I) == 1) return r.grads[0];
+      else return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return std::make_tuple(r.grads[K]...);
+      }(std::make_index_sequence<sizeof...(I)>{});
+    }();
+    if constexpr (WithValue && HasAux) return std::make_tuple(std::move(grads), r.val, r.aux);
+    else if constexpr (WithValue) return std::make_tuple(std::move(grads), r.val);
+    else if constexpr (HasAux) return std::make_tuple(std::move(grads), r.aux);
+    else return grads;
+  }
+
   template <int L, std::size_t K, class X, class... A>
   static auto wrap(const X& x, detail::grad_tape& tape, std::uint64_t serial) {
     if constexpr (detail::contains_index<static_cast<int>(K), I...>()) {
@@ -132,6 +155,9 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue> {
       return grads;
   }
 };
+
+template <class F, class A, bool H, bool W>
+struct is_runtime_function<grad_transform<F, A, H, W>> : is_runtime_function<F> {};
 
 namespace detail {
 template <class... Opt> struct find_argnums { using type = argnums_t<0>; };

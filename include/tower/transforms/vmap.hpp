@@ -16,7 +16,10 @@
 #include "dsl/shape_ops.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/static_values.hpp"
+#include "tower/transforms/batch_size.hpp"
 #include "tower/transforms/options.hpp"
+#include "tower/transforms/runtime_function.hpp"
+#include "tower/transforms/runtime_transforms.hpp"
 #include "tower/transforms/static_level.hpp"
 
 namespace tower {
@@ -67,11 +70,32 @@ struct vmap_transform {
   auto operator()(const A&... a) const {
     static_assert(std::tuple_size_v<decltype(in.dims)> == 0 || std::tuple_size_v<decltype(in.dims)> == sizeof...(A),
                   "vmap: in_dims must have one entry per argument of f");
-    constexpr int L = detail::predicted_level<A...>();
-    return detail::run_at_level<L>("vmap", [&](auto level) { return run<decltype(level)::value>(a...); });
+    if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
+      return run_runtime(a...);
+    } else {
+      constexpr int L = detail::predicted_level<A...>();
+      return detail::run_at_level<L>("vmap", [&](auto level) { return run<decltype(level)::value>(a...); });
+    }
   }
 
  private:
+  template <class... A>
+  auto run_runtime(const A&... a) const {
+    constexpr std::size_t N = sizeof...(A);
+    std::array<std::optional<std::int64_t>, N> dims;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((dims[I] = [&]() -> std::optional<std::int64_t> {
+         const auto d = detail::in_dim_at<InDims, I>(in);
+         if constexpr (std::is_same_v<decltype(d), const none_t>) return std::nullopt;
+         else return d;
+       }()), ...);
+    }(std::index_sequence_for<A...>{});
+    std::vector<std::int64_t> outs;
+    std::apply([&](auto... o) { (outs.push_back(o), ...); }, out.dims);
+    auto call = [&](const std::array<dyn::value, N>& w) { return std::apply(f, w); };
+    return dyn::run_vmap(call, dims, outs, std::array<dyn::value, N>{runtime::detail::to_value(a)...});
+  }
+
   template <int L, class... A>
   auto run(const A&... a) const {
     interpreter_scope scope(transform_type::vmap, L);
@@ -79,7 +103,7 @@ struct vmap_transform {
     std::int64_t bs = -1;
     std::string first;
     [&]<std::size_t... I>(std::index_sequence<I...>) { (find_batch_size<I>(a, bs, first), ...); }(std::index_sequence_for<A...>{});
-    if (bs < 0) throw error("vmap: at least one argument must be batched, but in_dims are all none");
+    detail::require_batched(bs);
     scope.entry().batch_size = bs;
     auto wrapped = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::make_tuple(wrap<L, I>(a, bs, serial)...);
@@ -93,15 +117,7 @@ struct vmap_transform {
     const auto d = detail::in_dim_at<InDims, I>(in);
     if constexpr (!std::is_same_v<decltype(d), const none_t>) {
       static_assert(!std::is_arithmetic_v<X>, "vmap: a scalar argument cannot be batched; give it tw::none in in_dims");
-      const shape_t s = shape(x);
-      const auto r = static_cast<std::int64_t>(s.size());
-      if (d < -r || d >= r)
-        throw error("vmap: in_dims[" + std::to_string(I) + "] = " + std::to_string(d) + " is out of range for argument " +
-                    std::to_string(I) + " of shape " + detail::shape_str(s));
-      const std::int64_t n = s[static_cast<std::size_t>(d < 0 ? d + r : d)];
-      const std::string here = "argument " + std::to_string(I) + " has size " + std::to_string(n) + " at dim " + std::to_string(d);
-      if (bs < 0) { bs = n; first = here; }
-      else if (n != bs) throw error("vmap: batch sizes differ: " + first + ", " + here);
+      detail::merge_batch_size(I, d, shape(x), bs, first);
     }
   }
 
@@ -128,6 +144,9 @@ struct vmap_transform {
     }
   }
 };
+
+template <class F, class I, class O>
+struct is_runtime_function<vmap_transform<F, I, O>> : is_runtime_function<F> {};
 
 /// vmap(f), vmap(f, in_dims(...)), vmap(f, in_dims(...), out_dims(...)), vmap(f, 0).
 template <class F>

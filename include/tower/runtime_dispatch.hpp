@@ -1,0 +1,207 @@
+#pragma once
+// The runtime path: interpreters over the thread-local stack, each op's functorch_table, and
+// dispatch_functorch, as in functorch.
+//
+// dispatch_functorch(op, args) peeks the top interpreter. If no argument is wrapped at its level
+// it lowers (temporarily pops itself and re-dispatches); otherwise it looks up the op's rule for
+// its key in the op's functorch_table and runs it. The table's entries are the op's own generic
+// rules (dsl/) instantiated with dyn::value: one rule, two paths.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "tower/dyn_value.hpp"
+#include "tower/grad_mode.hpp"
+#include "tower/interpreter_stack.hpp"
+#include "tower/op_traits.hpp"
+
+namespace tower::runtime {
+
+using dyn::grad_node;
+using dyn::value;
+
+template <class Op, std::size_t N>
+value dispatch_functorch(const Op& op, std::array<value, N> args);
+
+/// A stack entry seen as a vmap interpreter (functorch's VmapInterpreterPtr).
+class vmap_interpreter {
+ public:
+  explicit vmap_interpreter(const interpreter_entry& e) : e_(e) {
+    if (e.key != transform_type::vmap) throw error("expected a vmap interpreter, got " + to_string(e.key));
+  }
+  int level() const { return e_.level; }
+  transform_type key() const { return e_.key; }
+  std::int64_t batch_size() const { return e_.batch_size; }
+
+  template <class Op, std::size_t N>
+  value process(const Op& op, const std::array<value, N>& args) const {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      value phys = op.batch(e_.batch_size, arg<I>(args)...);
+      return dyn::wrap(transform_type::vmap, e_.level, e_.serial, std::move(phys));
+    }(std::make_index_sequence<N>{});
+  }
+
+  template <class Op, std::size_t N>
+  static value lower(const Op& op, std::array<value, N> args) {
+    temporarily_pop_interpreter_stack pop;
+    return dispatch_functorch(op, std::move(args));
+  }
+
+ private:
+  template <std::size_t I, std::size_t N>
+  bval<value, bool> arg(const std::array<value, N>& a) const {
+    const bool here = a[I].level() == e_.level;
+    return {here ? a[I].get().inner : a[I], here};
+  }
+  const interpreter_entry& e_;
+};
+
+/// A stack entry seen as a grad interpreter (functorch's GradInterpreterPtr).
+class grad_interpreter {
+ public:
+  explicit grad_interpreter(const interpreter_entry& e) : e_(e) {
+    if (e.key != transform_type::grad) throw error("expected a grad interpreter, got " + to_string(e.key));
+  }
+  int level() const { return e_.level; }
+  transform_type key() const { return e_.key; }
+  bool prev_grad_mode() const { return e_.prev_grad_mode; }
+
+  /// functorch's lift: the primal at this level and its node (null for constants).
+  std::pair<value, std::shared_ptr<grad_node>> lift(const value& x) const {
+    if (x.level() == e_.level) return {x.get().inner, x.get().node};
+    return {x, nullptr};
+  }
+
+  template <class Op, std::size_t N>
+  value process(const Op& op, const std::array<value, N>& args) const {
+    std::array<value, N> primals;
+    std::vector<std::shared_ptr<grad_node>> parents(N);
+    bool tracked = false;
+    for (std::size_t i = 0; i < N; ++i) {
+      auto [p, n] = lift(args[i]);
+      primals[i] = std::move(p);
+      tracked = tracked || n;
+      parents[i] = std::move(n);
+    }
+    const int level = e_.level;
+    const std::uint64_t serial = e_.serial;
+    value out = lower(op, primals);
+    std::shared_ptr<grad_node> node;
+    if constexpr (is_differentiable_v<Op>) {
+      if (tracked && grad_enabled_at(level)) {
+        node = std::make_shared<grad_node>();
+        node->parents = std::move(parents);
+        node->vjp = [op, out, primals](const value& g) {
+          return std::apply([&](const auto&... x) {
+            return std::apply([](auto&&... gi) { return std::vector<value>{value(std::move(gi))...}; }, op.vjp(g, out, x...));
+          }, primals);
+        };
+      }
+    }
+    return dyn::wrap(transform_type::grad, level, serial, std::move(out), std::move(node));
+  }
+
+  template <class Op, std::size_t N>
+  static value lower(const Op& op, std::array<value, N> args) {
+    temporarily_pop_interpreter_stack pop;
+    return dispatch_functorch(op, std::move(args));
+  }
+
+ private:
+  const interpreter_entry& e_;
+};
+
+namespace detail {
+inline value to_value(const value& v) { return v; }
+inline value to_value(double v) { return value(v); }
+inline value to_value(const tensor<double>& t) { return value(t); }
+inline value to_value(float v) { return value(static_cast<double>(v)); }
+
+template <class Op, std::size_t N>
+value run_base(const Op& op, const std::array<value, N>& args) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    if constexpr (has_base_kernel_v<Op, decltype((void)I, tensor<double>{})...>) {
+      return to_value(op.base(args[I].get().plain...));
+    } else {
+      throw error(std::string("op '") + Op::name + "' has no base kernel for tensors");
+      return value();
+    }
+  }(std::make_index_sequence<N>{});
+}
+}  // namespace detail
+
+/// One op's kernels keyed by transform_type (functorch's functorch_table): a null entry means
+/// the op has no rule for that transform.
+template <class Op, std::size_t N>
+struct functorch_table {
+  using kernel = value (*)(const Op&, const interpreter_entry&, const std::array<value, N>&);
+  std::array<kernel, transform_type_count> process{};
+
+  static const functorch_table& get() {
+    static const functorch_table t = [] {
+      functorch_table r;
+      using B = bval<value, bool>;
+      if constexpr ([]<std::size_t... I>(std::index_sequence<I...>) {
+                      return has_batch_rule_v<Op, std::int64_t, decltype((void)I, B{std::declval<const value&>(), false})...>;
+                    }(std::make_index_sequence<N>{}))
+        r.process[static_cast<int>(transform_type::vmap)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
+          return vmap_interpreter(e).process(op, a);
+        };
+      if constexpr (!is_differentiable_v<Op> || []<std::size_t... I>(std::index_sequence<I...>) {
+                      return has_vjp_rule_v<Op, value, decltype((void)I, std::declval<value>())...>;
+                    }(std::make_index_sequence<N>{}))
+        r.process[static_cast<int>(transform_type::grad)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
+          return grad_interpreter(e).process(op, a);
+        };
+      return r;
+    }();
+    return t;
+  }
+};
+
+template <class Op, std::size_t N>
+value dispatch_functorch(const Op& op, std::array<value, N> args) {
+  // Wrappers whose transform has returned are dead: a grad wrapper is a constant (its primal);
+  // a batched value has no meaning outside its vmap.
+  for (auto& a : args) {
+    while (a.level() > 0 && !find_live_interpreter(a.get().serial)) {
+      if (a.get().key == transform_type::vmap)
+        throw error(std::string("op '") + Op::name + "': a value batched by a vmap was used after that vmap returned");
+      a = value(a.get().inner);
+    }
+  }
+  if (interpreter_stack_depth() == 0) {
+    for (auto& a : args)
+      if (a.level() > 0) throw error(std::string("op '") + Op::name + "': wrapped value with no live transform");
+    return detail::run_base(op, args);
+  }
+  const interpreter_entry& top = retrieve_current_interpreter();
+  bool here = false;
+  for (auto& a : args) here = here || a.level() == top.level;
+  if (!here) {
+    temporarily_pop_interpreter_stack pop;
+    return dispatch_functorch(op, std::move(args));
+  }
+  const int k = static_cast<int>(top.key);
+  if (k < 0 || k >= transform_type_count)
+    throw error(std::string("op '") + Op::name + "': unknown transform key " + std::to_string(k));
+  const auto kernel = functorch_table<Op, N>::get().process[static_cast<std::size_t>(k)];
+  if (!kernel)
+    throw error(std::string("op '") + Op::name + "' has no " +
+                (top.key == transform_type::vmap ? "batching rule" : top.key == transform_type::grad ? "VJP rule" : "JVP rule") +
+                " for transform '" + to_string(top.key) + "'");
+  return kernel(op, top, args);
+}
+
+}  // namespace tower::runtime
+
+namespace tower::detail {
+template <class Op, class... A>
+auto runtime_call(const Op& op, const A&... a) {
+  return runtime::dispatch_functorch(op, std::array<dyn::value, sizeof...(A)>{runtime::detail::to_value(a)...});
+}
+}  // namespace tower::detail

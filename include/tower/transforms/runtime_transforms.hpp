@@ -1,0 +1,158 @@
+#pragma once
+// vmap and grad on the runtime path: runtime levels, dyn::value wrappers, the live stack.
+// Reached through tw::vmap / tw::grad when the function is type-erased (see runtime_function.hpp)
+// or an argument is a dyn::value; the semantics match the static path exactly.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "dsl/shape_ops.hpp"
+#include "tower/dyn_value.hpp"
+#include "tower/grad_mode.hpp"
+#include "tower/interpreter_stack.hpp"
+#include "tower/runtime_dispatch.hpp"
+#include "tower/transforms/batch_size.hpp"
+
+namespace tower::dyn {
+
+namespace detail {
+
+inline value unbatch(const value& r, std::int64_t out_dim, std::int64_t bs, int level, std::uint64_t serial) {
+  if (r.level() == level && r.get().serial == serial) {
+    const value& p = r.get().inner;
+    const auto d = tensor<double>::normalize_dim(out_dim, static_cast<std::int64_t>(p.shape().size()));
+    return d == 0 ? p : movedim(p, 0, d);
+  }
+  shape_t s = r.shape(), one = s, full = s;
+  one.insert(one.begin(), 1);
+  full.insert(full.begin(), bs);
+  value b = broadcast_to(reshape(r, one), full);
+  const auto d = tensor<double>::normalize_dim(out_dim, static_cast<std::int64_t>(full.size()));
+  return d == 0 ? b : movedim(b, 0, d);
+}
+
+}  // namespace detail
+
+/// vmap on the runtime path. `in_dims[i]` empty means not batched.
+template <class Call, std::size_t N>
+auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
+              const std::vector<std::int64_t>& out_dims, const std::array<value, N>& args) {
+  const int level = top_live_level() + 1;
+  interpreter_scope scope(transform_type::vmap, level);
+  const std::uint64_t serial = scope.entry().serial;
+  std::int64_t bs = -1;
+  std::string first;
+  for (std::size_t i = 0; i < N; ++i)
+    if (in_dims[i]) tower::detail::merge_batch_size(i, *in_dims[i], args[i].shape(), bs, first);
+  tower::detail::require_batched(bs);
+  scope.entry().batch_size = bs;
+  std::array<value, N> wrapped;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (!in_dims[i]) {
+      wrapped[i] = args[i];
+      continue;
+    }
+    const auto r = static_cast<std::int64_t>(args[i].shape().size());
+    const std::int64_t d = *in_dims[i] < 0 ? *in_dims[i] + r : *in_dims[i];
+    wrapped[i] = wrap(transform_type::vmap, level, serial, d == 0 ? args[i] : movedim(args[i], d, 0));
+  }
+  auto r = call(wrapped);
+  auto out_dim = [&](std::size_t k) { return out_dims.empty() ? 0 : out_dims.size() == 1 ? out_dims[0] : out_dims.at(k); };
+  if constexpr (std::is_same_v<decltype(r), value>) {
+    return detail::unbatch(r, out_dim(0), bs, level, serial);
+  } else {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return std::make_tuple(detail::unbatch(std::get<K>(r), out_dim(K), bs, level, serial)...);
+    }(std::make_index_sequence<std::tuple_size_v<decltype(r)>>{});
+  }
+}
+
+/// The parts of a runtime grad call: gradients (in argnums order), value, aux.
+template <class Aux>
+struct grad_result {
+  std::vector<value> grads;
+  value val;
+  Aux aux;
+};
+
+/// The primal of a value at `level` (a dead or foreign wrapper stays as it is).
+inline value unwrap_level(const value& v, int level, std::uint64_t serial) {
+  return v.level() == level && v.get().serial == serial ? v.get().inner : v;
+}
+
+/// grad on the runtime path (reverse mode over a graph of grad_node, as PyTorch autograd).
+template <bool HasAux, class Call, std::size_t N>
+auto run_grad(const Call& call, const std::vector<int>& argnums, const std::array<value, N>& args) {
+  const bool prev = is_grad_enabled();
+  const int level = top_live_level() + 1;
+  interpreter_scope scope(transform_type::grad, level);
+  scope.entry().prev_grad_mode = prev;
+  const std::uint64_t serial = scope.entry().serial;
+  tower::detail::no_grad_below_guard below(level, prev);
+  enable_grad on;
+
+  std::array<value, N> wrapped = args;
+  std::vector<std::shared_ptr<grad_node>> leaves;
+  for (int k : argnums) {
+    if (k < 0 || static_cast<std::size_t>(k) >= N)
+      throw error("grad: argnums index " + std::to_string(k) + " is out of range for a function of " + std::to_string(N) + " arguments");
+    leaves.push_back(std::make_shared<grad_node>());
+    wrapped[static_cast<std::size_t>(k)] = wrap(transform_type::grad, level, serial, args[static_cast<std::size_t>(k)], leaves.back());
+  }
+  auto result = call(wrapped);
+  const value& out = [&]() -> const value& {
+    if constexpr (HasAux) return std::get<0>(result);
+    else return result;
+  }();
+  if (const shape_t s = out.shape(); !s.empty())
+    throw error("grad: f must return a scalar, it returned a value of shape " + tower::detail::shape_str(s));
+
+  std::unordered_map<const grad_node*, value> adjoint;
+  if (out.level() == level && out.get().serial == serial && out.get().node) {
+    // Reverse topological order by depth-first search from the output.
+    std::vector<grad_node*> order;
+    std::unordered_set<const grad_node*> seen;
+    std::vector<std::pair<grad_node*, std::size_t>> stack{{out.get().node.get(), 0}};
+    seen.insert(out.get().node.get());
+    while (!stack.empty()) {
+      auto& [n, i] = stack.back();
+      if (i < n->parents.size()) {
+        grad_node* p = n->parents[i++].get();
+        if (p && seen.insert(p).second) stack.push_back({p, 0});
+      } else {
+        order.push_back(n);
+        stack.pop_back();
+      }
+    }
+    adjoint.emplace(out.get().node.get(), ones_like(out.get().inner));
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      grad_node* n = *it;
+      auto a = adjoint.find(n);
+      if (a == adjoint.end() || !n->vjp) continue;
+      const std::vector<value> g = n->vjp(a->second);
+      for (std::size_t i = 0; i < n->parents.size(); ++i) {
+        const grad_node* p = n->parents[i].get();
+        if (!p) continue;
+        auto [slot, fresh] = adjoint.try_emplace(p, g[i]);
+        if (!fresh) slot->second = slot->second + g[i];
+      }
+    }
+  }
+  using Aux = std::conditional_t<HasAux, std::tuple_element_t<1, std::conditional_t<HasAux, decltype(result), std::tuple<value, value>>>, value>;
+  grad_result<Aux> r;
+  for (std::size_t j = 0; j < argnums.size(); ++j) {
+    auto a = adjoint.find(leaves[j].get());
+    r.grads.push_back(a != adjoint.end() ? a->second : zeros_like(args[static_cast<std::size_t>(argnums[j])]));
+  }
+  r.val = unwrap_level(out, level, serial);
+  if constexpr (HasAux) r.aux = unwrap_level(std::get<1>(result), level, serial);
+  return r;
+}
+
+}  // namespace tower::dyn
