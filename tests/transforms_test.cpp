@@ -1,0 +1,163 @@
+// grad, grad_and_value, vmap and their compositions against numerical references.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+
+#include "tests/check.hpp"
+#include "tower/tower.hpp"
+
+namespace tw = tower;
+using namespace tower::testing;
+using tw::dyn::value;
+using tw::shape_t;
+using tw::tensor;
+
+namespace {
+// A loss users write: logistic regression on one example.
+auto logistic = [](auto w, auto x, auto y) { return tw::log(1.0 + tw::exp(-(y * tw::dot(w, x)))); };
+}  // namespace
+
+TEST_CASE("grad of a scalar function matches finite differences and the analytic derivative") {
+  auto f = [](auto x) { return tw::sin(x) * tw::exp(x * 0.5) + x * x * x; };
+  for (double x : {-1.3, 0.0, 0.7, 2.1}) {
+    const double d = tw::grad(f)(x);
+    require_close(d, fd_derivative([&](double v) { return f(v); }, x), 1e-6);
+    const double analytic = std::cos(x) * std::exp(0.5 * x) + 0.5 * std::sin(x) * std::exp(0.5 * x) + 3 * x * x;
+    require_close(d, analytic, 1e-12);
+  }
+}
+
+TEST_CASE("grad(grad(f)) matches the analytic second derivative, and grad^3 the third") {
+  auto f = [](auto x) { return x * tw::sin(x); };
+  for (double x : {-0.4, 1.0, 2.5}) {
+    require_close(tw::grad(tw::grad(f))(x), 2 * std::cos(x) - x * std::sin(x), 1e-12);
+    require_close(tw::grad(tw::grad(tw::grad(f)))(x), -3 * std::sin(x) - x * std::cos(x), 1e-12);
+  }
+}
+
+TEST_CASE("grad of a tensor function matches finite differences; argnums picks arguments") {
+  const tensor<double> w = sample({5}, -1, 1, 2), x = sample({5}, -1, 1, 3);
+  const tensor<double> g = tw::grad(logistic)(w, x, 1.0);
+  require_close(g, fd_grad([&](const tensor<double>& v) { return logistic(v, x, 1.0).item(); }, w), 1e-6);
+
+  const auto [gw, gy] = tw::grad(logistic, tw::argnums<0, 2>)(w, x, -1.0);
+  require_close(gw, fd_grad([&](const tensor<double>& v) { return logistic(v, x, -1.0).item(); }, w), 1e-6);
+  require_close(gy, fd_derivative([&](double y) { return logistic(w, x, y).item(); }, -1.0), 1e-6);
+  const tensor<double> gx = tw::grad(logistic, tw::argnums<1>)(w, x, 1.0);
+  require_close(gx, fd_grad([&](const tensor<double>& v) { return logistic(w, v, 1.0).item(); }, x), 1e-6);
+}
+
+TEST_CASE("grad_and_value and has_aux") {
+  auto f = [](auto x) { return x * x * 3.0; };
+  const auto [g, v] = tw::grad_and_value(f)(2.0);
+  require_close(g, 12.0);
+  require_close(v, 12.0);
+
+  auto fa = [](auto x) { return std::make_tuple(tw::sin(x), x * 2.0); };
+  const auto [ga, aux] = tw::grad(fa, tw::has_aux)(0.3);
+  require_close(ga, std::cos(0.3));
+  require_close(aux, 0.6);  // passed through, unwrapped
+  const auto [gb, vb, auxb] = tw::grad_and_value(fa, tw::has_aux)(0.3);
+  require_close(gb, std::cos(0.3));
+  require_close(vb, std::sin(0.3));
+  require_close(auxb, 0.6);
+}
+
+TEST_CASE("grad raises tower::error when f does not return a scalar") {
+  const tensor<double> x = sample({3});
+  REQUIRE_THROWS_WITH(tw::grad([](auto v) { return v * 2.0; })(x),
+                      Catch::Contains("grad: f must return a scalar") && Catch::Contains("[3]"));
+}
+
+TEST_CASE("vmap(grad(f)) equals a loop of grad(f) over examples: per-example gradients") {
+  const std::int64_t B = 6, d = 4;
+  const tensor<double> w = sample({d}, -1, 1, 11), X = sample({B, d}, -2, 2, 12), Y = sample({B}, -1, 1, 13);
+  const tensor<double> G = tw::vmap(tw::grad(logistic), tw::in_dims(tw::none, 0, 0))(w, X, Y);
+  REQUIRE(G.shape() == shape_t{B, d});
+  std::vector<tensor<double>> rows;
+  for (std::int64_t b = 0; b < B; ++b) rows.push_back(tw::grad(logistic)(w, row(X, b), Y(b)));
+  require_close(G, stack(rows), 1e-12);
+}
+
+TEST_CASE("vmap in_dims and out_dims, negative dims, unbatched outputs") {
+  const tensor<double> X = sample({3, 4}, -1, 1, 21);
+  auto rowsum = [](auto r) { return tw::sum(r); };
+  const tensor<double> by_row = tw::vmap(rowsum)(X);
+  const tensor<double> by_col = tw::vmap(rowsum, tw::in_dims(-1))(X);
+  for (std::int64_t i = 0; i < 3; ++i) require_close(by_row(i), tw::sum(row(X, i)).item(), 1e-12);
+  for (std::int64_t j = 0; j < 4; ++j) {
+    double s = 0;
+    for (std::int64_t i = 0; i < 3; ++i) s += X(i, j);
+    require_close(by_col(j), s, 1e-12);
+  }
+  // out_dims(1): the batch goes to dim 1 of the output.
+  const tensor<double> t = tw::vmap([](auto r) { return r * 2.0; }, tw::in_dims(0), tw::out_dims(1))(X);
+  REQUIRE(t.shape() == shape_t{4, 3});
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t j = 0; j < 4; ++j) REQUIRE(t(j, i) == 2 * X(i, j));
+  // An output that ignores the batch is broadcast along it.
+  const tensor<double> c = tw::vmap([](auto) { return 7.0; })(X);
+  REQUIRE(c.shape() == shape_t{3});
+  REQUIRE(c(2) == 7.0);
+}
+
+TEST_CASE("vmap errors: batch-size mismatch and in_dims out of range name the arguments") {
+  const tensor<double> a = sample({3, 2}), b = sample({4, 2});
+  auto f = [](auto x, auto y) { return x + y; };
+  REQUIRE_THROWS_WITH(tw::vmap(f)(a, b), Catch::Contains("argument 0 has size 3") && Catch::Contains("argument 1 has size 4"));
+  REQUIRE_THROWS_WITH(tw::vmap(f, tw::in_dims(2, 0))(a, a), Catch::Contains("in_dims[0] = 2 is out of range"));
+  std::function<value(value, value)> fr = [](value x, value y) { return x + y; };
+  REQUIRE_THROWS_WITH(tw::vmap(fr)(a, b), Catch::Contains("argument 0 has size 3") && Catch::Contains("argument 1 has size 4"));
+  REQUIRE(tw::interpreter_stack_depth() == 0);
+}
+
+TEST_CASE("compositions: grad(vmap), vmap(vmap), vmap(grad(grad))") {
+  const tensor<double> X = sample({3, 2}, -1, 1, 31);
+  // grad of a sum over a vmapped function equals the per-row gradients.
+  auto h = [](auto x) { return tw::sum(tw::vmap([](auto r) { return tw::sum(tw::sin(r) * r); })(x)); };
+  const tensor<double> gh = tw::grad(h)(X);
+  require_close(gh, fd_grad([&](const tensor<double>& v) { return h(v).item(); }, X), 1e-6);
+  // vmap(vmap(f)) is elementwise.
+  const tensor<double> sq = tw::vmap(tw::vmap([](auto a) { return a * a; }))(X);
+  require_close(sq, X * X, 0);
+  // per-example second derivatives.
+  const tensor<double> v = sample({5}, -2, 2, 32);
+  const tensor<double> d2 = tw::vmap(tw::grad(tw::grad([](auto a) { return a * a * a; })))(v);
+  require_close(d2, v * 6.0, 1e-12);
+}
+
+TEST_CASE("perturbation confusion: d/dx [x * d/dy (x + y)] at x = 1 is 1, both paths") {
+  auto outer = [](auto x) {
+    auto inner = tw::grad([&](auto y) { return x + y; });
+    return x * inner(1.0);
+  };
+  require_close(tw::grad(outer)(1.0), 1.0, 0);
+  std::function<value(value)> outer_r = [](value x) {
+    std::function<value(value)> inner = [&](value y) { return x + y; };
+    return x * tw::grad(inner)(value(1.0));
+  };
+  require_close(tw::grad(outer_r)(1.0).item(), 1.0, 0);
+  // The runtime path carries the captured level: d/dx [x * d/dy (x * y)] = 2x.
+  std::function<value(value)> outer_r2 = [](value x) {
+    std::function<value(value)> inner = [&](value y) { return x * y; };
+    return x * tw::grad(inner)(value(1.0));
+  };
+  require_close(tw::grad(outer_r2)(1.5).item(), 3.0, 1e-12);
+  // The static path cannot carry it in the inner result's type: an error, never a wrong number.
+  auto outer2 = [](auto x) {
+    auto inner = tw::grad([&](auto y) { return x * y; });
+    return x * inner(1.0);
+  };
+  REQUIRE_THROWS_WITH(tw::grad(outer2)(1.5), Catch::Contains("captured from an enclosing grad"));
+  REQUIRE(tw::interpreter_stack_depth() == 0);
+}
+
+TEST_CASE("a transform depth chosen at run time: the n-th derivative") {
+  std::function<value(value)> f = [](value x) { return tw::exp(x * 2.0); };
+  for (int n = 0; n <= 4; ++n) {
+    std::function<value(value)> g = f;
+    for (int i = 0; i < n; ++i) g = tw::grad(g);
+    require_close(g(value(0.3)).item(), std::pow(2.0, n) * std::exp(0.6), 1e-12);
+  }
+}
