@@ -125,6 +125,7 @@ inline constexpr op_fn<ones_like_op> ones_like{};
 inline constexpr op_fn<zeros_like_op> zeros_like{};
 
 namespace detail {
+template <class X> auto zeros_like_value(const X& x) { return call_op(zeros_like_op{}, x); }
 template <class X> auto reshape_value(const X& x, const std::vector<std::int64_t>& s) { return call_op(reshape_op{s}, x); }
 template <class X> auto broadcast_values(const X& x, const std::vector<std::int64_t>& s) { return call_op(broadcast_to_op{s}, x); }
 template <class V, class G>

@@ -54,6 +54,7 @@ struct value::rep {
   value inner{nullptr};                    // wrapper: vmap's physical value or grad's primal
   std::uint64_t serial = 0;                // the transform call that made the wrapper
   std::shared_ptr<grad_node> node;         // grad: null for a constant
+  value tangent{nullptr};                  // jvp: the tangent of `inner`
 };
 
 /// A node of the runtime autograd graph (functorch's grad levels use PyTorch autograd).
@@ -101,6 +102,17 @@ inline value wrap(transform_type key, int level, std::uint64_t serial, value inn
   r->inner = std::move(inner);
   r->serial = serial;
   r->node = std::move(node);
+  return value(std::shared_ptr<const value::rep>(std::move(r)));
+}
+
+/// Wraps a primal and its tangent at a jvp level.
+inline value wrap_dual(int level, std::uint64_t serial, value primal, value tangent) {
+  auto r = std::make_shared<value::rep>();
+  r->level = level;
+  r->key = transform_type::jvp;
+  r->inner = std::move(primal);
+  r->serial = serial;
+  r->tangent = std::move(tangent);
   return value(std::shared_ptr<const value::rep>(std::move(r)));
 }
 

@@ -13,6 +13,8 @@ namespace detail {
 struct grad_mode_state {
   bool enabled = true;
   int no_grad_below = 0;  // grad levels below this do not record
+  bool fwd_enabled = true;     // forward-mode (jvp) counterpart
+  int no_fwd_grad_below = 0;
 };
 inline grad_mode_state& grad_mode() {
   thread_local grad_mode_state s;
@@ -27,6 +29,26 @@ inline bool grad_enabled_at(int level) {
   const auto& s = detail::grad_mode();
   return s.enabled && level >= s.no_grad_below;
 }
+
+inline bool is_fwd_grad_enabled() { return detail::grad_mode().fwd_enabled; }
+
+/// Whether a jvp interpreter at `level` computes tangents for the op it processes now.
+inline bool fwd_grad_enabled_at(int level) {
+  const auto& s = detail::grad_mode();
+  return s.fwd_enabled && level >= s.no_fwd_grad_below;
+}
+
+/// RAII: disables forward-mode tangents for the scope (functorch's fwAD enable_fwd_grad(False)).
+class no_fwd_grad {
+ public:
+  no_fwd_grad() : saved_(detail::grad_mode().fwd_enabled) { detail::grad_mode().fwd_enabled = false; }
+  ~no_fwd_grad() { detail::grad_mode().fwd_enabled = saved_; }
+  no_fwd_grad(const no_fwd_grad&) = delete;
+  no_fwd_grad& operator=(const no_fwd_grad&) = delete;
+
+ private:
+  bool saved_;
+};
 
 /// RAII: sets grad mode for a scope and restores it on exit, exceptions included.
 class grad_mode_guard {
@@ -65,6 +87,26 @@ class no_grad_below_guard {
 
  private:
   int saved_;
+};
+
+/// RAII for jvp: forward mode on inside, and levels below skip tangents if it was off outside.
+class fwd_grad_scope {
+ public:
+  fwd_grad_scope(int level, bool prev_fwd_grad_mode)
+      : saved_enabled_(grad_mode().fwd_enabled), saved_below_(grad_mode().no_fwd_grad_below) {
+    if (!prev_fwd_grad_mode && level > saved_below_) grad_mode().no_fwd_grad_below = level;
+    grad_mode().fwd_enabled = true;
+  }
+  ~fwd_grad_scope() {
+    grad_mode().fwd_enabled = saved_enabled_;
+    grad_mode().no_fwd_grad_below = saved_below_;
+  }
+  fwd_grad_scope(const fwd_grad_scope&) = delete;
+  fwd_grad_scope& operator=(const fwd_grad_scope&) = delete;
+
+ private:
+  bool saved_enabled_;
+  int saved_below_;
 };
 }  // namespace detail
 

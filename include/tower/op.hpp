@@ -26,7 +26,7 @@ decltype(auto) as_operand(const X& x) {
   else return (x);
 }
 template <class Op, class... A>
-auto runtime_call(const Op& op, const A&... a);  // runtime_dispatch.hpp
+dyn::value runtime_call(const Op& op, const A&... a);  // runtime_dispatch.hpp
 }  // namespace detail
 
 /// Runs `op` on the arguments through the interpreter stack.

@@ -115,6 +115,53 @@ class grad_interpreter {
   const interpreter_entry& e_;
 };
 
+/// A stack entry seen as a jvp interpreter (forward mode).
+class jvp_interpreter {
+ public:
+  explicit jvp_interpreter(const interpreter_entry& e) : e_(e) {
+    if (e.key != transform_type::jvp) throw error("expected a jvp interpreter, got " + to_string(e.key));
+  }
+  int level() const { return e_.level; }
+  transform_type key() const { return e_.key; }
+  bool prev_fwd_grad_mode() const { return e_.prev_fwd_grad_mode; }
+
+  template <class Op, std::size_t N>
+  value process(const Op& op, const std::array<value, N>& args) const {
+    std::array<value, N> primals, tangents;
+    bool tracked = false;
+    for (std::size_t i = 0; i < N; ++i) {
+      const bool here = args[i].level() == e_.level;
+      primals[i] = here ? args[i].get().inner : args[i];
+      tracked = tracked || here;
+    }
+    const int level = e_.level;
+    const std::uint64_t serial = e_.serial;
+    value out = lower(op, primals);
+    value t;
+    if constexpr (is_differentiable_v<Op>) {
+      if (tracked && fwd_grad_enabled_at(level)) {
+        for (std::size_t i = 0; i < N; ++i)
+          tangents[i] = args[i].level() == level ? args[i].get().tangent : tower::detail::zeros_like_value(primals[i]);
+        t = [&]<std::size_t... I>(std::index_sequence<I...>) {
+          return value(op.jvp(out, primals[I]..., tangents[I]...));
+        }(std::make_index_sequence<N>{});
+        return dyn::wrap_dual(level, serial, std::move(out), std::move(t));
+      }
+    }
+    t = tower::detail::zeros_like_value(out);
+    return dyn::wrap_dual(level, serial, std::move(out), std::move(t));
+  }
+
+  template <class Op, std::size_t N>
+  static value lower(const Op& op, std::array<value, N> args) {
+    temporarily_pop_interpreter_stack pop;
+    return dispatch_functorch(op, std::move(args));
+  }
+
+ private:
+  const interpreter_entry& e_;
+};
+
 namespace detail {
 inline value to_value(const value& v) { return v; }
 inline value to_value(double v) { return value(v); }
@@ -156,6 +203,12 @@ struct functorch_table {
                     }(std::make_index_sequence<N>{}))
         r.process[static_cast<int>(transform_type::grad)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
           return grad_interpreter(e).process(op, a);
+        };
+      if constexpr (!is_differentiable_v<Op> || []<std::size_t... I>(std::index_sequence<I...>) {
+                      return requires(const Op& op, const value& v) { op.jvp(v, ((void)I, v)..., ((void)I, v)...); };
+                    }(std::make_index_sequence<N>{}))
+        r.process[static_cast<int>(transform_type::jvp)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
+          return jvp_interpreter(e).process(op, a);
         };
       return r;
     }();
@@ -201,7 +254,7 @@ value dispatch_functorch(const Op& op, std::array<value, N> args) {
 
 namespace tower::detail {
 template <class Op, class... A>
-auto runtime_call(const Op& op, const A&... a) {
+dyn::value runtime_call(const Op& op, const A&... a) {
   return runtime::dispatch_functorch(op, std::array<dyn::value, sizeof...(A)>{runtime::detail::to_value(a)...});
 }
 }  // namespace tower::detail

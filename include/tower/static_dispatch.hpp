@@ -36,6 +36,7 @@ namespace hana = boost::hana;
 
 template <int L> struct vmap_interpreter;
 template <int L> struct grad_interpreter;
+template <int L> struct jvp_interpreter;
 
 namespace detail {
 
@@ -46,8 +47,10 @@ constexpr auto interpreters_of() {
     return hana::make_tuple();
   } else if constexpr (D::key == transform_type::vmap) {
     return hana::append(interpreters_of<typename D::physical_type>(), hana::type_c<vmap_interpreter<D::level>>);
-  } else {
+  } else if constexpr (D::key == transform_type::grad) {
     return hana::append(interpreters_of<typename D::primal_type>(), hana::type_c<grad_interpreter<D::level>>);
+  } else {
+    return hana::append(interpreters_of<typename D::primal_type>(), hana::type_c<jvp_interpreter<D::level>>);
   }
 }
 
@@ -188,6 +191,63 @@ struct grad_interpreter {
   static auto lower(const Op& op, const A&... a) { return dispatch_static(op, a...); }
 };
 
+
+// ---------------------------------------------------------------------------------------------
+// jvp_interpreter<L>: forward mode. Lowers on the primals and runs the op's JVP rule on the
+// tangents (zeros for arguments without a tangent at this level).
+template <int L>
+struct jvp_interpreter {
+  static constexpr int level_v = L;
+  static constexpr int level() { return L; }
+  static constexpr transform_type key() { return transform_type::jvp; }
+
+  std::uint64_t serial_;
+  bool prev_fwd_grad_mode_;
+  bool prev_fwd_grad_mode() const { return prev_fwd_grad_mode_; }
+
+  template <class... A>
+  static jvp_interpreter from_args(const A&...) {
+    if (const interpreter_entry* e = find_live_level(L); e && e->key == transform_type::jvp) return {e->serial, e->prev_fwd_grad_mode};
+    return {0, true};
+  }
+
+  template <class X>
+  static const auto& primal(const X& x) {
+    if constexpr (level_of<X>() == L) return x.primal;
+    else return x;
+  }
+
+  /// The tangent of x at this level: zeros when x has none (or its jvp has returned).
+  template <class X>
+  auto tangent(const X& x) const {
+    if constexpr (level_of<X>() == L) return x.serial == serial_ && serial_ ? x.tangent : detail::zeros_like_value(x.tangent);
+    else return detail::zeros_like_value(x);
+  }
+
+  template <class Op, class... A>
+  auto process(const Op& op, const A&... a) const {
+    auto out = lower(op, primal(a)...);
+    using Out = decltype(out);
+    if constexpr (!is_differentiable_v<Op>) {
+      auto t = detail::zeros_like_value(out);
+      return dual<Out, decltype(t), L>{std::move(out), std::move(t), serial_};
+    } else {
+      static_assert(requires { op.jvp(out, primal(a)..., tangent(a)...); },
+                    "tower: this op has no JVP rule, so jvp cannot differentiate it");
+      using T = decltype(op.jvp(out, primal(a)..., tangent(a)...));
+      if (serial_ && fwd_grad_enabled_at(L) && (... || (level_of<A>() == L))) {
+        T t = op.jvp(out, primal(a)..., tangent(a)...);
+        return dual<Out, T, L>{std::move(out), std::move(t), serial_};
+      }
+      T t = detail::convert_adjoint<T>(detail::zeros_like_value(out));
+      return dual<Out, T, L>{std::move(out), std::move(t), serial_};
+    }
+  }
+
+  template <class Op, class... A>
+  static auto lower(const Op& op, const A&... a) { return dispatch_static(op, a...); }
+};
+
 // ---------------------------------------------------------------------------------------------
 template <class Stack, class Op, class... A>
 auto dispatch_functorch(const Op& op, const A&... a) {
@@ -218,6 +278,11 @@ V convert_adjoint(G&& g) {
         throw error("grad: the result depends on a value captured from an enclosing grad (level " +
                     std::to_string(lg) + ") that its type cannot carry; pass that value as an argument");
       return convert_adjoint<V>(g.primal);
+    } else if constexpr (GD::key == transform_type::jvp) {
+      if (find_live_interpreter(g.serial))
+        throw error("jvp: the result depends on a value captured from an enclosing jvp (level " + std::to_string(lg) +
+                    ") that its type cannot carry; pass that value as an argument");
+      return convert_adjoint<V>(g.primal);
     } else {
       throw error("vmap: the result depends on a value batched by an enclosing vmap (level " + std::to_string(lg) +
                   ") that its type cannot carry; pass that value as an argument");
@@ -232,6 +297,8 @@ V convert_adjoint(G&& g) {
       one.insert(one.begin(), 1);
       full.insert(full.begin(), e->batch_size);
       return V{convert_adjoint<P>(broadcast_values(reshape_value(g, one), full)), e->batch_size, e->serial};
+    } else if constexpr (V::key == transform_type::jvp) {
+      return V{convert_adjoint<P>(g), convert_adjoint<typename V::tangent_type>(zeros_like_value(g)), e->serial};
     } else {
       return V{convert_adjoint<P>(std::forward<G>(g)), nullptr, e->serial};
     }
@@ -241,6 +308,8 @@ V convert_adjoint(G&& g) {
     else static_assert(lv != 0, "tower: internal: cannot convert between these plain types");
   } else if constexpr (V::key == transform_type::vmap) {
     return V{convert_adjoint<typename inner_type<V>::type>(g.value), g.batch_size, g.serial};
+  } else if constexpr (V::key == transform_type::jvp) {
+    return V{convert_adjoint<typename V::primal_type>(g.primal), convert_adjoint<typename V::tangent_type>(g.tangent), g.serial};
   } else if constexpr (is_scalar_type_v<V> != is_scalar_type_v<GD>) {
     return convert_adjoint<V>(cast_adjoint<V>(g));  // scalar <-> rank-0 tensor, tracked at this level
   } else {

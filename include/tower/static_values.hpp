@@ -5,6 +5,8 @@
 //                     down, with the batch in dimension 0 (functorch's BatchedTensor).
 //   grad_value<V, L>  a value tracked by the grad at level L; V is its primal one level down
 //                     (functorch's TensorWrapper at a grad level).
+//   dual<P, T, L>     a value with a forward-mode tangent at the jvp level L; P is its primal,
+//                     T its tangent (which may carry levels the primal does not, as in jacfwd).
 //
 // Wrappers nest outer-transform-innermost: inside vmap(grad(f)) a value is
 // grad_value<batched<tensor<double>, 1>, 2>. Plain values are double, float and tensor<T>.
@@ -52,7 +54,21 @@ struct grad_value {
   std::uint64_t serial = 0;             // the grad call that made it
 };
 
+template <class P, class T, int L>
+struct dual {
+  static_assert(L > 0, "dual: levels start at 1");
+  static constexpr int level = L;
+  static constexpr transform_type key = transform_type::jvp;
+  using primal_type = P;
+  using tangent_type = T;
+
+  P primal;
+  T tangent;
+  std::uint64_t serial = 0;  // the jvp call that made it
+};
+
 template <class X> struct is_static_wrapper : std::false_type {};
+template <class P, class T, int L> struct is_static_wrapper<dual<P, T, L>> : std::true_type {};
 template <class P, int L> struct is_static_wrapper<batched<P, L>> : std::true_type {};
 template <class V, int L> struct is_static_wrapper<grad_value<V, L>> : std::true_type {};
 template <class X> inline constexpr bool is_static_wrapper_v = is_static_wrapper<std::remove_cvref_t<X>>::value;
@@ -70,11 +86,14 @@ template <class X, int L> inline constexpr bool is_batched_at_v = false;
 template <class P, int L> inline constexpr bool is_batched_at_v<batched<P, L>, L> = true;
 template <class X, int L> inline constexpr bool is_grad_at_v = false;
 template <class V, int L> inline constexpr bool is_grad_at_v<grad_value<V, L>, L> = true;
+template <class X, int L> inline constexpr bool is_dual_at_v = false;
+template <class P, class T, int L> inline constexpr bool is_dual_at_v<dual<P, T, L>, L> = true;
 
 /// The innermost plain type of a static value (double, float or tensor<T>).
 template <class X> struct base_type { using type = std::remove_cvref_t<X>; };
 template <class P, int L> struct base_type<batched<P, L>> : base_type<P> {};
 template <class V, int L> struct base_type<grad_value<V, L>> : base_type<V> {};
+template <class P, class T, int L> struct base_type<dual<P, T, L>> : base_type<P> {};
 template <class X> using base_type_t = typename base_type<std::remove_cvref_t<X>>::type;
 
 /// Element type (double or float) of any static value.
@@ -88,16 +107,22 @@ namespace detail {
 template <class X> struct inner_type { using type = X; };
 template <class P, int L> struct inner_type<batched<P, L>> { using type = P; };
 template <class V, int L> struct inner_type<grad_value<V, L>> { using type = V; };
+template <class P, class T, int L> struct inner_type<dual<P, T, L>> { using type = P; };
 
 /// X with a tensor base (the physical value of a batched value is always a tensor).
 template <class X> struct tensorize { using type = tensor<kernels::element_t<X>>; };
 template <class T> struct tensorize<tensor<T>> { using type = tensor<T>; };
 template <class P, int L> struct tensorize<batched<P, L>> { using type = batched<P, L>; };
 template <class V, int L> struct tensorize<grad_value<V, L>> { using type = grad_value<typename tensorize<V>::type, L>; };
+template <class P, class T, int L> struct tensorize<dual<P, T, L>> {
+  using type = dual<typename tensorize<P>::type, typename tensorize<T>::type, L>;
+};
 
 template <class Outer, class J> struct rewrap;
 template <class P, int L, class J> struct rewrap<batched<P, L>, J> { using type = batched<typename tensorize<J>::type, L>; };
 template <class V, int L, class J> struct rewrap<grad_value<V, L>, J> { using type = grad_value<J, L>; };
+// A value lifted into a jvp level is a constant there: its tangent has the primal's type.
+template <class P, class T, int L, class J> struct rewrap<dual<P, T, L>, J> { using type = dual<J, J, L>; };
 
 /// X with every wrapper layer of Y added (Y's base kind is ignored).
 template <class X, class Y>
@@ -110,10 +135,23 @@ constexpr auto lift_levels() {
     return std::type_identity<typename rewrap<Y, J>::type>{};
   } else if constexpr (lx > ly) {
     using J = typename decltype(lift_levels<typename inner_type<X>::type, Y>())::type;
-    return std::type_identity<typename rewrap<X, J>::type>{};
+    if constexpr (X::key == transform_type::jvp) {
+      // A tangent depends on its primal's levels too, so it carries them.
+      using TP = typename decltype(lift_levels<typename X::tangent_type, typename X::primal_type>())::type;
+      using JT = typename decltype(lift_levels<TP, Y>())::type;
+      return std::type_identity<dual<J, JT, lx>>{};
+    } else {
+      return std::type_identity<typename rewrap<X, J>::type>{};
+    }
   } else {
     using J = typename decltype(lift_levels<typename inner_type<X>::type, typename inner_type<Y>::type>())::type;
-    return std::type_identity<typename rewrap<X, J>::type>{};
+    if constexpr (X::key == transform_type::jvp) {
+      using TP = typename decltype(lift_levels<typename X::tangent_type, typename X::primal_type>())::type;
+      using JT = typename decltype(lift_levels<TP, typename decltype(lift_levels<typename Y::tangent_type, typename Y::primal_type>())::type>())::type;
+      return std::type_identity<dual<J, JT, lx>>{};
+    } else {
+      return std::type_identity<typename rewrap<X, J>::type>{};
+    }
   }
 }
 }  // namespace detail

@@ -24,3 +24,5 @@
 #include "tower/dyn_value.hpp"
 #include "tower/runtime_dispatch.hpp"
 #include "tower/transforms/runtime_transforms.hpp"
+#include "tower/transforms/jvp.hpp"
+#include "tower/transforms/jacobian.hpp"

@@ -156,3 +156,38 @@ auto run_grad(const Call& call, const std::vector<int>& argnums, const std::arra
 }
 
 }  // namespace tower::dyn
+
+namespace tower::dyn {
+
+/// jvp on the runtime path: (output, output tangent).
+template <class Call, std::size_t N>
+auto run_jvp(const Call& call, const std::array<value, N>& primals, const std::array<value, N>& tangents) {
+  const bool prev = is_fwd_grad_enabled();
+  const int level = top_live_level() + 1;
+  interpreter_scope scope(transform_type::jvp, level);
+  scope.entry().prev_fwd_grad_mode = prev;
+  const std::uint64_t serial = scope.entry().serial;
+  tower::detail::fwd_grad_scope fwd(level, prev);
+  std::array<value, N> wrapped;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (primals[i].shape() != tangents[i].shape())
+      throw error("jvp: tangent " + std::to_string(i) + " has shape " + tower::detail::shape_str(tangents[i].shape()) +
+                  " but its primal has shape " + tower::detail::shape_str(primals[i].shape()));
+    wrapped[i] = wrap_dual(level, serial, primals[i], tangents[i]);
+  }
+  auto r = call(wrapped);
+  auto split = [&](const value& v) {
+    if (v.level() == level && v.get().serial == serial) return std::make_pair(v.get().inner, v.get().tangent);
+    return std::make_pair(v, zeros_like(v));
+  };
+  if constexpr (std::is_same_v<decltype(r), value>) {
+    return split(r);
+  } else {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      auto parts = std::make_tuple(split(std::get<K>(r))...);
+      return std::make_pair(std::make_tuple(std::get<K>(parts).first...), std::make_tuple(std::get<K>(parts).second...));
+    }(std::make_index_sequence<std::tuple_size_v<decltype(r)>>{});
+  }
+}
+
+}  // namespace tower::dyn

@@ -1,0 +1,211 @@
+#pragma once
+// vjp, jacrev, jacfwd and hessian, built from grad, jvp and vmap as torch.func builds them.
+//
+//   auto [y, vjp_fn] = tw::vjp(f, x);      // std::get<0>(vjp_fn(u)) = J(x)^T u
+//   auto J  = tw::jacrev(f)(x);            // shape: out_shape + in_shape
+//   auto J2 = tw::jacfwd(f)(x);            // the same, by forward mode
+//   auto H  = tw::hessian(f)(x);           // jacfwd(jacrev(f)): in_shape + in_shape
+//
+// Every inner transform receives the values it depends on as arguments (never through a
+// closure), so levels are always visible to the static path.
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "dsl/reduce.hpp"
+#include "dsl/shape_ops.hpp"
+#include "tower/transforms/grad.hpp"
+#include "tower/transforms/jvp.hpp"
+#include "tower/transforms/options.hpp"
+#include "tower/transforms/runtime_function.hpp"
+#include "tower/transforms/vmap.hpp"
+
+namespace tower {
+
+namespace detail {
+
+/// <c, y> summed over every element (and over every output of a tuple).
+template <class C, class Y>
+auto inner_product(const C& c, const Y& y) {
+  if constexpr (requires { std::tuple_size<Y>::value; }) {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return (inner_product(std::get<K>(c), std::get<K>(y)) + ...);
+    }(std::make_index_sequence<std::tuple_size_v<Y>>{});
+  } else if constexpr (is_scalar_type_v<C> && is_scalar_type_v<Y>) {
+    return c * y;
+  } else {
+    return sum(c * y);
+  }
+}
+
+template <std::size_t... I>
+constexpr auto argnums_of(std::index_sequence<I...>) { return argnums<static_cast<int>(I)...>; }
+
+/// in_dims(0, none, ..., none) with N nones.
+template <std::size_t N>
+constexpr auto batch_first_only() {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) { return in_dims(0, ((void)I, none)...); }(std::make_index_sequence<N>{});
+}
+
+/// The VJP of f at xs for cotangent ct, for the argument indices I... (all when none given):
+/// one gradient, or a tuple of them.
+template <class F, int... I, class C, class... X>
+auto vjp_apply(const F& f, argnums_t<I...>, const C& ct, const X&... xs) {
+  constexpr std::size_t N = sizeof...(X);
+  auto h = [&f](const auto&... a) {
+    auto all = std::tie(a...);
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return inner_product(std::get<N>(all), f(std::get<K>(all)...));
+    }(std::make_index_sequence<N>{});
+  };
+  return grad(h, argnums<I...>)(xs..., ct);
+}
+
+template <class T>
+tensor<T> identity_basis(std::int64_t n, shape_t s) {
+  std::vector<T> e(static_cast<std::size_t>(n * n), T(0));
+  for (std::int64_t i = 0; i < n; ++i) e[static_cast<std::size_t>(i * n + i)] = T(1);
+  s.insert(s.begin(), n);
+  return tensor<T>(s, std::move(e));
+}
+
+/// Converts plain arguments to dyn::value when F is a type-erased runtime function.
+template <class F, class X>
+decltype(auto) for_function(const X& x) {
+  if constexpr (is_runtime_function_v<F> && !is_dyn_v<X>) return runtime::detail::to_value(x);
+  else return (x);
+}
+
+template <class J, class X>
+auto reshape_jacobian(const J& j, const shape_t& out_shape, const X& x) {
+  shape_t s = out_shape, in = shape(x);
+  s.insert(s.end(), in.begin(), in.end());
+  return reshape(j, s);
+}
+
+}  // namespace detail
+
+/// vjp(f, primals...) -> (f(primals...), vjp_fn); vjp_fn(cotangent) returns a std::tuple with
+/// one gradient per primal. vjp_fn is itself differentiable (it re-runs f under grad).
+template <class F, class... P>
+auto vjp(F f, const P&... primals) {
+  auto out = f(detail::for_function<F>(primals)...);
+  auto vjp_fn = [f, xs = std::make_tuple(detail::for_function<F>(primals)...)](const auto& ct) {
+    return std::apply([&](const auto&... x) {
+      auto g = detail::vjp_apply(f, detail::argnums_of(std::index_sequence_for<P...>{}), ct, x...);
+      if constexpr (sizeof...(P) == 1) return std::make_tuple(std::move(g));
+      else return g;
+    }, xs);
+  };
+  return std::make_pair(std::move(out), std::move(vjp_fn));
+}
+
+template <class F, class Argnums>
+struct jacrev_transform;
+
+template <class F, int... I>
+struct jacrev_transform<F, argnums_t<I...>> {
+  F f;
+  template <class... A>
+  auto operator()(const A&... a) const {
+    if constexpr (is_runtime_function_v<F> && !(is_dyn_v<A> && ...)) {
+      return (*this)(runtime::detail::to_value(a)...);
+    } else {
+      static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacrev: an argnums index is out of range for the arguments given");
+      auto out = f(a...);
+      using Out = decltype(out);
+      if constexpr (is_scalar_type_v<Out>) {
+        return grad(f, argnums<I...>)(a...);
+      } else {
+        const shape_t os = shape(out);
+        const auto basis = detail::identity_basis<double>(numel_of(os), os);
+        auto rows = vmap([f = f](const auto& ct, const auto&... x) { return detail::vjp_apply(f, argnums<I...>, ct, x...); },
+                         detail::batch_first_only<sizeof...(A)>())(detail::for_function<F>(basis), a...);
+        if constexpr (sizeof...(I) == 1) {
+          return detail::reshape_jacobian(rows, os, std::get<I...>(std::tie(a...)));
+        } else {
+          return [&]<std::size_t... K>(std::index_sequence<K...>) {
+            return std::make_tuple(detail::reshape_jacobian(std::get<K>(rows), os, std::get<I>(std::tie(a...)))...);
+          }(std::make_index_sequence<sizeof...(I)>{});
+        }
+      }
+    }
+  }
+};
+
+template <class F, class Argnums>
+struct jacfwd_transform;
+
+template <class F, int... I>
+struct jacfwd_transform<F, argnums_t<I...>> {
+  F f;
+  template <class... A>
+  auto operator()(const A&... a) const {
+    if constexpr (is_runtime_function_v<F> && !(is_dyn_v<A> && ...)) {
+      return (*this)(runtime::detail::to_value(a)...);
+    } else {
+      static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacfwd: an argnums index is out of range for the arguments given");
+      if constexpr (sizeof...(I) == 1) return column<I...>(a...);
+      else return std::make_tuple(column<I>(a...)...);
+    }
+  }
+
+ private:
+  /// The Jacobian with respect to argument K: jvp along each basis direction of that argument.
+  template <int K, class... A>
+  auto column(const A&... a) const {
+    const auto& xk = std::get<K>(std::tie(a...));
+    auto tangents_for = [](const auto& v, const auto& xs) {
+      return [&]<std::size_t... J>(std::index_sequence<J...>) {
+        return std::make_tuple([&] {
+          if constexpr (J == static_cast<std::size_t>(K)) return v;
+          else return zeros_like(std::get<J>(xs));
+        }()...);
+      }(std::index_sequence_for<A...>{});
+    };
+    if constexpr (is_scalar_type_v<std::remove_cvref_t<decltype(xk)>>) {
+      return jvp(f, std::make_tuple(a...), tangents_for(1.0, std::make_tuple(a...))).second;
+    } else {
+      const shape_t is = shape(xk);
+      const auto basis = detail::identity_basis<double>(numel_of(is), is);
+      auto cols = vmap([f = f, &tangents_for](const auto& v, const auto&... x) {
+                     auto xs = std::make_tuple(x...);
+                     return jvp(f, xs, tangents_for(v, xs)).second;
+                   },
+                   detail::batch_first_only<sizeof...(A)>())(detail::for_function<F>(basis), a...);
+      // cols: [n_in] + out_shape -> out_shape + in_shape
+      const shape_t cs = shape(cols);
+      const shape_t os(cs.begin() + 1, cs.end());
+      return detail::reshape_jacobian(movedim(cols, 0, -1), os, xk);
+    }
+  }
+};
+
+/// jacrev(f), jacrev(f, argnums<0, 1>): Jacobian by reverse mode (vmap of vjp over a basis).
+template <class F, int... I>
+auto jacrev(F f, argnums_t<I...> = {}) {
+  using A = std::conditional_t<sizeof...(I) == 0, argnums_t<0>, argnums_t<I...>>;
+  return jacrev_transform<F, A>{std::move(f)};
+}
+
+/// jacfwd(f), jacfwd(f, argnums<...>): Jacobian by forward mode (vmap of jvp over a basis).
+template <class F, int... I>
+auto jacfwd(F f, argnums_t<I...> = {}) {
+  using A = std::conditional_t<sizeof...(I) == 0, argnums_t<0>, argnums_t<I...>>;
+  return jacfwd_transform<F, A>{std::move(f)};
+}
+
+/// hessian(f) = jacfwd(jacrev(f)): shape in_shape + in_shape for a scalar f.
+template <class F, int... I>
+auto hessian(F f, argnums_t<I...> a = {}) {
+  return jacfwd(jacrev(std::move(f), a), a);
+}
+
+template <class F, class A>
+struct is_runtime_function<jacrev_transform<F, A>> : is_runtime_function<F> {};
+template <class F, class A>
+struct is_runtime_function<jacfwd_transform<F, A>> : is_runtime_function<F> {};
+
+}  // namespace tower

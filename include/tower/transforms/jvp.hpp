@@ -1,0 +1,95 @@
+#pragma once
+// jvp(f, primals, tangents) and linearize(f, primals...): forward mode.
+//
+//   auto [y, dy] = tw::jvp(f, std::tuple{x}, std::tuple{v});   // y = f(x), dy = J(x) v
+//   auto [y2, f_jvp] = tw::linearize(f, x);                     // f_jvp(v) = J(x) v
+//
+// Each primal becomes dual<P, T, L> (its tangent may carry levels the primal does not, so
+// vmap over tangents — jacfwd — works), and every op inside f runs its JVP rule. jvp runs f
+// with forward mode on and remembers the mode outside (prev_fwd_grad_mode), like grad.
+#include <array>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "dsl/shape_ops.hpp"
+#include "tower/grad_mode.hpp"
+#include "tower/interpreter_stack.hpp"
+#include "tower/static_values.hpp"
+#include "tower/transforms/runtime_function.hpp"
+#include "tower/transforms/runtime_transforms.hpp"
+#include "tower/transforms/static_level.hpp"
+
+namespace tower {
+
+namespace detail {
+
+template <int L, class R>
+auto split_dual(const R& r) {
+  if constexpr (is_dual_at_v<R, L>) return std::make_pair(r.primal, r.tangent);
+  else return std::make_pair(r, zeros_like(r));
+}
+
+template <class F, class... P, class... T>
+auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
+  constexpr int L = predicted_level<P..., T...>();
+  return run_at_level<L>("jvp", [&](auto level) {
+    constexpr int Lv = decltype(level)::value;
+    const bool prev = is_fwd_grad_enabled();
+    interpreter_scope scope(transform_type::jvp, Lv);
+    scope.entry().prev_fwd_grad_mode = prev;
+    const std::uint64_t serial = scope.entry().serial;
+    fwd_grad_scope fwd(Lv, prev);
+    auto args = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((shape(std::get<I>(primals)) == shape(std::get<I>(tangents))
+            ? void()
+            : throw error("jvp: tangent " + std::to_string(I) + " has shape " + shape_str(shape(std::get<I>(tangents))) +
+                          " but its primal has shape " + shape_str(shape(std::get<I>(primals))))),
+       ...);
+      return std::make_tuple(dual<P, T, Lv>{std::get<I>(primals), std::get<I>(tangents), serial}...);
+    }(std::index_sequence_for<P...>{});
+    auto r = std::apply(f, args);
+    if constexpr (requires { std::tuple_size<decltype(r)>::value; }) {
+      return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        auto parts = std::make_tuple(split_dual<Lv>(std::get<K>(r))...);
+        return std::make_pair(std::make_tuple(std::get<K>(parts).first...), std::make_tuple(std::get<K>(parts).second...));
+      }(std::make_index_sequence<std::tuple_size_v<decltype(r)>>{});
+    } else {
+      return split_dual<Lv>(r);
+    }
+  });
+}
+
+}  // namespace detail
+
+/// jvp(f, std::tuple{primals...}, std::tuple{tangents...}) -> std::pair(output, output tangent).
+template <class F, class... P, class... T>
+auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
+  static_assert(sizeof...(P) == sizeof...(T), "jvp: give one tangent per primal");
+  static_assert(((is_dyn_v<P> || is_dyn_v<T> || std::is_same_v<scalar_type_t<P>, scalar_type_t<T>>) && ...),
+                "jvp: each tangent must have its primal's element type (double with double, float with float)");
+  if constexpr (is_runtime_function_v<F> || (is_dyn_v<P> || ...) || (is_dyn_v<T> || ...)) {
+    constexpr std::size_t N = sizeof...(P);
+    auto call = [&](const std::array<dyn::value, N>& w) { return std::apply(f, w); };
+    auto to_array = [](const auto& t) {
+      return std::apply([](const auto&... x) { return std::array<dyn::value, N>{runtime::detail::to_value(x)...}; }, t);
+    };
+    return dyn::run_jvp(call, to_array(primals), to_array(tangents));
+  } else {
+    return detail::jvp_static(f, primals, tangents);
+  }
+}
+
+/// linearize(f, primals...) -> (f(primals...), jvp_fn) with jvp_fn(tangents...) = J v.
+/// (jvp_fn re-evaluates f with forward mode; JAX's linearize stores the linear map instead.)
+template <class F, class... P>
+auto linearize(F f, const P&... primals) {
+  auto out = f(primals...);
+  auto jvp_fn = [f, primals = std::make_tuple(primals...)](const auto&... tangents) {
+    return jvp(f, primals, std::make_tuple(tangents...)).second;
+  };
+  return std::make_pair(std::move(out), std::move(jvp_fn));
+}
+
+}  // namespace tower
