@@ -220,7 +220,10 @@ struct jvp_interpreter {
   /// The tangent of x at this level: zeros when x has none (or its jvp has returned).
   template <class X>
   auto tangent(const X& x) const {
-    if constexpr (level_of<X>() == L) return x.serial == serial_ && serial_ ? x.tangent : detail::zeros_like_value(x.tangent);
+    if constexpr (level_of<X>() == L) {
+      using T = std::remove_cvref_t<decltype(x.tangent)>;
+      return x.serial == serial_ && serial_ ? x.tangent : detail::convert_adjoint<T>(detail::zeros_like_value(x.tangent));
+    }
     else return detail::zeros_like_value(x);
   }
 

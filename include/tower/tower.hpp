@@ -26,3 +26,4 @@
 #include "tower/transforms/runtime_transforms.hpp"
 #include "tower/transforms/jvp.hpp"
 #include "tower/transforms/jacobian.hpp"
+#include "tower/pytree.hpp"

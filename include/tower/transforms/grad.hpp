@@ -18,6 +18,7 @@
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/static_tape.hpp"
+#include "tower/pytree.hpp"
 #include "tower/static_values.hpp"
 #include "tower/transforms/options.hpp"
 #include "tower/transforms/runtime_function.hpp"
@@ -31,25 +32,22 @@ namespace detail {
 template <int N, int... I>
 constexpr bool contains_index() { return ((I == N) || ...); }
 
-/// The value at level L seen one level down (the primal), recursively through tuples.
+/// A pytree at level L seen one level down (each leaf's primal).
 template <int L, class X>
 auto unwrap_level(const X& x) {
-  if constexpr (requires { std::tuple_size<X>::value; }) {
-    return std::apply([](const auto&... e) { return std::make_tuple(unwrap_level<L>(e)...); }, x);
-  } else if constexpr (level_of<X>() == L) {
-    return x.primal;
-  } else {
-    return x;
-  }
+  return tree_map([](const auto& leaf) {
+    if constexpr (level_of<decltype(leaf)>() == L) return leaf.primal;
+    else return leaf;
+  }, x);
 }
 
 }  // namespace detail
 
-template <class F, class Argnums, bool HasAux, bool WithValue>
+template <class F, class Argnums, bool HasAux, bool WithValue, int Floor = 0>
 struct grad_transform;
 
-template <class F, int... I, bool HasAux, bool WithValue>
-struct grad_transform<F, argnums_t<I...>, HasAux, WithValue> {
+template <class F, int... I, bool HasAux, bool WithValue, int Floor>
+struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   F f;
 
   template <class... A>
@@ -58,11 +56,12 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue> {
     static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "grad: an argnums index is out of range for the arguments given");
     static_assert(((!std::is_integral_v<std::tuple_element_t<(I < static_cast<int>(sizeof...(A)) ? I : 0), std::tuple<A...>>>) && ...),
                   "grad: cannot differentiate with respect to an integer or bool argument");
+    static_assert((is_pytree_v<A> && ...), "grad: arguments must be numbers, tensors or pytrees of them");
     if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
     } else {
-      constexpr int L = detail::predicted_level<A...>();
-      return detail::run_at_level<L>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
+      constexpr int L = pytree_level<A...>() + 1;
+      return detail::run_at_level<L, Floor>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
     }
   }
 
@@ -87,8 +86,12 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue> {
   template <int L, std::size_t K, class X, class... A>
   static auto wrap(const X& x, detail::grad_tape& tape, std::uint64_t serial) {
     if constexpr (detail::contains_index<static_cast<int>(K), I...>()) {
-      using J = lift_levels_t<X, A...>;
-      return grad_value<J, L>{detail::convert_adjoint<J>(x), tape.make<detail::var_node<J>>(), serial};
+      return tree_map([&](const auto& leaf) {
+        using Leaf = std::remove_cvref_t<decltype(leaf)>;
+        static_assert(!std::is_integral_v<Leaf>, "grad: cannot differentiate with respect to an integer or bool leaf");
+        using J = lift_levels_over_t<Leaf, A...>;
+        return grad_value<J, L>{detail::convert_adjoint<J>(leaf), tape.make<detail::var_node<J>>(), serial};
+      }, x);
     } else {
       return x;
     }
@@ -135,10 +138,12 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue> {
     }
 
     auto gradient = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
-      using X = lift_levels_t<std::tuple_element_t<K, std::tuple<A...>>, A...>;
-      auto* leaf = std::get<K>(args).node;
-      X g = leaf->adjoint ? std::move(*leaf->adjoint) : detail::convert_adjoint<X>(zeros_like(std::get<K>(std::tie(a...))));
-      return g;
+      return tree_zip([](const auto& wrapped, const auto& original) {
+        using X = typename std::remove_cvref_t<decltype(wrapped)>::primal_type;
+        auto* leaf = wrapped.node;
+        X g = leaf->adjoint ? std::move(*leaf->adjoint) : detail::convert_adjoint<X>(zeros_like(original));
+        return g;
+      }, std::get<K>(args), std::get<K>(std::tie(a...)));
     };
     auto grads = [&] {
       if constexpr (sizeof...(I) == 1) return gradient(std::integral_constant<std::size_t, static_cast<std::size_t>(I)>{}...);
@@ -156,8 +161,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue> {
   }
 };
 
-template <class F, class A, bool H, bool W>
-struct is_runtime_function<grad_transform<F, A, H, W>> : is_runtime_function<F> {};
+template <class F, class A, bool H, bool W, int Fl>
+struct is_runtime_function<grad_transform<F, A, H, W, Fl>> : is_runtime_function<F> {};
 
 namespace detail {
 template <class... Opt> struct find_argnums { using type = argnums_t<0>; };
@@ -171,6 +176,12 @@ auto make_grad(F f, Opt...) {
   constexpr bool aux = (std::is_same_v<Opt, has_aux_t> || ...);
   return grad_transform<F, typename find_argnums<Opt...>::type, aux, WithValue>{std::move(f)};
 }
+}  // namespace detail
+
+namespace detail {
+/// grad inside a tower composite (see run_at_level's Floor).
+template <int Floor, class F, int... I>
+auto grad_at(F f, argnums_t<I...>) { return grad_transform<F, argnums_t<I...>, false, false, Floor>{std::move(f)}; }
 }  // namespace detail
 
 /// grad(f), grad(f, argnums<0, 2>), grad(f, has_aux), grad(f, argnums<1>, has_aux).

@@ -18,6 +18,7 @@
 #include "dsl/shape_ops.hpp"
 #include "tower/transforms/grad.hpp"
 #include "tower/transforms/jvp.hpp"
+#include "tower/pytree.hpp"
 #include "tower/transforms/options.hpp"
 #include "tower/transforms/runtime_function.hpp"
 #include "tower/transforms/vmap.hpp"
@@ -51,7 +52,7 @@ constexpr auto batch_first_only() {
 
 /// The VJP of f at xs for cotangent ct, for the argument indices I... (all when none given):
 /// one gradient, or a tuple of them.
-template <class F, int... I, class C, class... X>
+template <int Floor, class F, int... I, class C, class... X>
 auto vjp_apply(const F& f, argnums_t<I...>, const C& ct, const X&... xs) {
   constexpr std::size_t N = sizeof...(X);
   auto h = [&f](const auto&... a) {
@@ -60,7 +61,7 @@ auto vjp_apply(const F& f, argnums_t<I...>, const C& ct, const X&... xs) {
       return inner_product(std::get<N>(all), f(std::get<K>(all)...));
     }(std::make_index_sequence<N>{});
   };
-  return grad(h, argnums<I...>)(xs..., ct);
+  return grad_at<Floor>(h, argnums<I...>)(xs..., ct);
 }
 
 template <class T>
@@ -94,9 +95,12 @@ auto vjp(F f, const P&... primals) {
   auto out = f(detail::for_function<F>(primals)...);
   auto vjp_fn = [f, xs = std::make_tuple(detail::for_function<F>(primals)...)](const auto& ct) {
     return std::apply([&](const auto&... x) {
-      auto g = detail::vjp_apply(f, detail::argnums_of(std::index_sequence_for<P...>{}), ct, x...);
-      if constexpr (sizeof...(P) == 1) return std::make_tuple(std::move(g));
-      else return g;
+      constexpr int L = pytree_level<std::remove_cvref_t<decltype(ct)>, P...>() + 1;
+      return detail::run_composite<L>("vjp", [&](auto floor) {
+        auto g = detail::vjp_apply<decltype(floor)::value>(f, detail::argnums_of(std::index_sequence_for<P...>{}), ct, x...);
+        if constexpr (sizeof...(P) == 1) return std::make_tuple(std::move(g));
+        else return g;
+      });
     }, xs);
   };
   return std::make_pair(std::move(out), std::move(vjp_fn));
@@ -114,15 +118,24 @@ struct jacrev_transform<F, argnums_t<I...>> {
       return (*this)(runtime::detail::to_value(a)...);
     } else {
       static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacrev: an argnums index is out of range for the arguments given");
+      if constexpr ((is_dyn_v<A> || ...)) return body<0>(a...);
+      else return detail::run_composite<pytree_level<A...>() + 1>("jacrev", [&](auto floor) { return body<decltype(floor)::value>(a...); });
+    }
+  }
+
+ private:
+  template <int Floor, class... A>
+  auto body(const A&... a) const {
+    {
       auto out = f(a...);
       using Out = decltype(out);
       if constexpr (is_scalar_type_v<Out>) {
-        return grad(f, argnums<I...>)(a...);
+        return detail::grad_at<Floor>(f, argnums<I...>)(a...);
       } else {
         const shape_t os = shape(out);
         const auto basis = detail::identity_basis<double>(numel_of(os), os);
-        auto rows = vmap([f = f](const auto& ct, const auto&... x) { return detail::vjp_apply(f, argnums<I...>, ct, x...); },
-                         detail::batch_first_only<sizeof...(A)>())(detail::for_function<F>(basis), a...);
+        auto rows = detail::vmap_at<Floor>([f = f](const auto& ct, const auto&... x) { return detail::vjp_apply<Floor>(f, argnums<I...>, ct, x...); },
+                                           detail::batch_first_only<sizeof...(A)>())(detail::for_function<F>(basis), a...);
         if constexpr (sizeof...(I) == 1) {
           return detail::reshape_jacobian(rows, os, std::get<I...>(std::tie(a...)));
         } else {
@@ -147,14 +160,20 @@ struct jacfwd_transform<F, argnums_t<I...>> {
       return (*this)(runtime::detail::to_value(a)...);
     } else {
       static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacfwd: an argnums index is out of range for the arguments given");
-      if constexpr (sizeof...(I) == 1) return column<I...>(a...);
-      else return std::make_tuple(column<I>(a...)...);
+      if constexpr ((is_dyn_v<A> || ...)) return body<0>(a...);
+      else return detail::run_composite<pytree_level<A...>() + 1>("jacfwd", [&](auto floor) { return body<decltype(floor)::value>(a...); });
     }
   }
 
  private:
+  template <int Floor, class... A>
+  auto body(const A&... a) const {
+    if constexpr (sizeof...(I) == 1) return column<Floor, I...>(a...);
+    else return std::make_tuple(column<Floor, I>(a...)...);
+  }
+
   /// The Jacobian with respect to argument K: jvp along each basis direction of that argument.
-  template <int K, class... A>
+  template <int Floor, int K, class... A>
   auto column(const A&... a) const {
     const auto& xk = std::get<K>(std::tie(a...));
     auto tangents_for = [](const auto& v, const auto& xs) {
@@ -166,13 +185,13 @@ struct jacfwd_transform<F, argnums_t<I...>> {
       }(std::index_sequence_for<A...>{});
     };
     if constexpr (is_scalar_type_v<std::remove_cvref_t<decltype(xk)>>) {
-      return jvp(f, std::make_tuple(a...), tangents_for(1.0, std::make_tuple(a...))).second;
+      return detail::jvp_at<Floor>(f, std::make_tuple(a...), tangents_for(1.0, std::make_tuple(a...))).second;
     } else {
       const shape_t is = shape(xk);
       const auto basis = detail::identity_basis<double>(numel_of(is), is);
-      auto cols = vmap([f = f, &tangents_for](const auto& v, const auto&... x) {
+      auto cols = detail::vmap_at<Floor>([f = f, &tangents_for](const auto& v, const auto&... x) {
                      auto xs = std::make_tuple(x...);
-                     return jvp(f, xs, tangents_for(v, xs)).second;
+                     return detail::jvp_at<Floor>(f, xs, tangents_for(v, xs)).second;
                    },
                    detail::batch_first_only<sizeof...(A)>())(detail::for_function<F>(basis), a...);
       // cols: [n_in] + out_shape -> out_shape + in_shape

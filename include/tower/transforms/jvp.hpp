@@ -31,10 +31,10 @@ auto split_dual(const R& r) {
   else return std::make_pair(r, zeros_like(r));
 }
 
-template <class F, class... P, class... T>
+template <int Floor, class F, class... P, class... T>
 auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
   constexpr int L = predicted_level<P..., T...>();
-  return run_at_level<L>("jvp", [&](auto level) {
+  return run_at_level<L, Floor>("jvp", [&](auto level) {
     constexpr int Lv = decltype(level)::value;
     const bool prev = is_fwd_grad_enabled();
     interpreter_scope scope(transform_type::jvp, Lv);
@@ -61,11 +61,9 @@ auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T.
   });
 }
 
-}  // namespace detail
-
-/// jvp(f, std::tuple{primals...}, std::tuple{tangents...}) -> std::pair(output, output tangent).
-template <class F, class... P, class... T>
-auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
+/// jvp inside a tower composite (see run_at_level's Floor); jvp below is jvp_at<0>.
+template <int Floor, class F, class... P, class... T>
+auto jvp_at(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
   static_assert(sizeof...(P) == sizeof...(T), "jvp: give one tangent per primal");
   static_assert(((is_dyn_v<P> || is_dyn_v<T> || std::is_same_v<scalar_type_t<P>, scalar_type_t<T>>) && ...),
                 "jvp: each tangent must have its primal's element type (double with double, float with float)");
@@ -77,8 +75,16 @@ auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& ta
     };
     return dyn::run_jvp(call, to_array(primals), to_array(tangents));
   } else {
-    return detail::jvp_static(f, primals, tangents);
+    return jvp_static<Floor>(f, primals, tangents);
   }
+}
+
+}  // namespace detail
+
+/// jvp(f, std::tuple{primals...}, std::tuple{tangents...}) -> std::pair(output, output tangent).
+template <class F, class... P, class... T>
+auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
+  return detail::jvp_at<0>(f, primals, tangents);
 }
 
 /// linearize(f, primals...) -> (f(primals...), jvp_fn) with jvp_fn(tangents...) = J v.

@@ -42,8 +42,20 @@ constexpr int predicted_level() {
 }
 
 /// Calls run(std::integral_constant<int, level>) at the predicted level, or above the live stack.
-template <int L, class Run>
+///
+/// Floor says who calls: 0, a user-facing transform (check, and one alternative instantiation
+/// for the closure case); -1 or a positive floor, a transform inside a tower composite (jacrev,
+/// jacfwd, vjp_fn) whose entry already made that check: the level is max(predicted, floor) and
+/// there is no alternative instantiation, which keeps compile time linear in the nesting depth.
+template <int L, int Floor = 0, class Run>
 auto run_at_level(const char* transform, Run&& run) {
+  if constexpr (Floor != 0) {
+    constexpr int Lf = L > Floor ? L : Floor;
+    if (Lf <= top_live_level())
+      throw error(std::string(transform) + ": internal: level " + std::to_string(Lf) + " is not above the live level " +
+                  std::to_string(top_live_level()));
+    return run(std::integral_constant<int, Lf>{});
+  } else {
   using R = decltype(run(std::integral_constant<int, L>{}));
   const int live = top_live_level();
   if (L > live) return run(std::integral_constant<int, L>{});
@@ -52,6 +64,23 @@ auto run_at_level(const char* transform, Run&& run) {
       return convert_value<R>(run(std::integral_constant<int, L + closure_level_step>{}));
   }
   throw error(std::string(transform) + ": transforms nested through captured values too deeply for the static path (live level " +
+              std::to_string(live) + "); pass the captured values as arguments or use the runtime path");
+  }
+}
+
+/// The entry check of a composite transform whose arguments predict level P: calls
+/// body(std::integral_constant<int, floor>) with floor -1 when P is above every live level, and
+/// otherwise once more with a floor above them (see run_at_level).
+template <int P, class Body>
+auto run_composite(const char* name, Body&& body) {
+  using R = decltype(body(std::integral_constant<int, -1>{}));
+  const int live = top_live_level();
+  if (P > live) return body(std::integral_constant<int, -1>{});
+  if constexpr (P < 4 * closure_level_step) {
+    if (P + closure_level_step > live)
+      return convert_value<R>(body(std::integral_constant<int, P + closure_level_step>{}));
+  }
+  throw error(std::string(name) + ": transforms nested through captured values too deeply for the static path (live level " +
               std::to_string(live) + "); pass the captured values as arguments or use the runtime path");
 }
 

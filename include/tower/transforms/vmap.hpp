@@ -15,6 +15,7 @@
 
 #include "dsl/shape_ops.hpp"
 #include "tower/interpreter_stack.hpp"
+#include "tower/pytree.hpp"
 #include "tower/static_values.hpp"
 #include "tower/transforms/batch_size.hpp"
 #include "tower/transforms/options.hpp"
@@ -60,7 +61,7 @@ auto unbatch(const R& r, std::int64_t out_dim, std::int64_t bs, std::uint64_t se
 
 }  // namespace detail
 
-template <class F, class InDims, class OutDims>
+template <class F, class InDims, class OutDims, int Floor = 0>
 struct vmap_transform {
   F f;
   InDims in;
@@ -73,8 +74,9 @@ struct vmap_transform {
     if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
     } else {
-      constexpr int L = detail::predicted_level<A...>();
-      return detail::run_at_level<L>("vmap", [&](auto level) { return run<decltype(level)::value>(a...); });
+      static_assert((is_pytree_v<A> && ...), "vmap: arguments must be numbers, tensors or pytrees of them");
+      constexpr int L = pytree_level<A...>() + 1;
+      return detail::run_at_level<L, Floor>("vmap", [&](auto level) { return run<decltype(level)::value>(a...); });
     }
   }
 
@@ -116,8 +118,11 @@ struct vmap_transform {
   void find_batch_size(const X& x, std::int64_t& bs, std::string& first) const {
     const auto d = detail::in_dim_at<InDims, I>(in);
     if constexpr (!std::is_same_v<decltype(d), const none_t>) {
-      static_assert(!std::is_arithmetic_v<X>, "vmap: a scalar argument cannot be batched; give it tw::none in in_dims");
-      detail::merge_batch_size(I, d, shape(x), bs, first);
+      tree_for_each([&](const auto& leaf) {
+        static_assert(!std::is_arithmetic_v<std::remove_cvref_t<decltype(leaf)>>,
+                      "vmap: a scalar argument cannot be batched; give it tw::none in in_dims");
+        detail::merge_batch_size(I, d, shape(leaf), bs, first);
+      }, x);
     }
   }
 
@@ -127,26 +132,36 @@ struct vmap_transform {
     if constexpr (std::is_same_v<decltype(d), const none_t>) {
       return x;
     } else {
-      const auto r = static_cast<std::int64_t>(shape(x).size());
-      const std::int64_t dd = d < 0 ? d + r : d;
-      return batched<X, L>{dd == 0 ? x : movedim(x, dd, 0), bs, serial};
+      return tree_map([&](const auto& leaf) {
+        using Leaf = std::remove_cvref_t<decltype(leaf)>;
+        const auto r = static_cast<std::int64_t>(shape(leaf).size());
+        const std::int64_t dd = d < 0 ? d + r : d;
+        return batched<Leaf, L>{dd == 0 ? leaf : movedim(leaf, dd, 0), bs, serial};
+      }, x);
     }
   }
 
   template <int L, class R>
   auto unbatch_all(const R& r, std::int64_t bs, std::uint64_t serial) const {
+    auto one = [&](const auto& o, std::int64_t d) { return tree_map([&](const auto& leaf) { return detail::unbatch<L>(leaf, d, bs, serial); }, o); };
     if constexpr (requires { std::tuple_size<R>::value; }) {
       return [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return std::make_tuple(detail::unbatch<L>(std::get<I>(r), detail::out_dim_at<OutDims, I>(out), bs, serial)...);
+        return std::make_tuple(one(std::get<I>(r), detail::out_dim_at<OutDims, I>(out))...);
       }(std::make_index_sequence<std::tuple_size_v<R>>{});
     } else {
-      return detail::unbatch<L>(r, detail::out_dim_at<OutDims, 0>(out), bs, serial);
+      return one(r, detail::out_dim_at<OutDims, 0>(out));
     }
   }
 };
 
-template <class F, class I, class O>
-struct is_runtime_function<vmap_transform<F, I, O>> : is_runtime_function<F> {};
+template <class F, class I, class O, int Fl>
+struct is_runtime_function<vmap_transform<F, I, O, Fl>> : is_runtime_function<F> {};
+
+namespace detail {
+/// vmap inside a tower composite (see run_at_level's Floor).
+template <int Floor, class F, class... D>
+auto vmap_at(F f, in_dims_t<D...> in) { return vmap_transform<F, in_dims_t<D...>, out_dims_t<>, Floor>{std::move(f), in, {}}; }
+}  // namespace detail
 
 /// vmap(f), vmap(f, in_dims(...)), vmap(f, in_dims(...), out_dims(...)), vmap(f, 0).
 template <class F>

@@ -1,0 +1,172 @@
+#pragma once
+// Pytrees: arguments and results made of std::tuple, std::pair, std::array, std::vector and
+// Boost.Hana structs, with numbers, tensors and transform wrappers as leaves. Transforms map
+// over the leaves and give results back in the same structure (JAX's tree_map).
+//
+//   template <class T> struct mlp {                       // a model's parameters
+//     BOOST_HANA_DEFINE_STRUCT(mlp, (T, W1), (T, b1), (T, W2), (T, b2));
+//   };
+//   mlp<tw::tensor<double>> g = tw::grad(loss)(params, x, y);
+//
+// A struct is a template over its leaf type, so that tower can rebuild it with wrapped leaves
+// (mlp<grad_value<tensor<double>, 1>> inside grad): C++ cannot put a wrapped value in a member
+// declared as tensor<double>.
+#include <array>
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/at.hpp>
+#include <boost/hana/concept/struct.hpp>
+#include <boost/hana/length.hpp>
+#include <boost/hana/second.hpp>
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tower/error.hpp"
+#include "tower/static_values.hpp"
+
+namespace tower {
+
+/// A pytree leaf: a number, a tensor, a transform wrapper or a runtime value.
+template <class X>
+inline constexpr bool is_leaf_v = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_tensor_v<X> ||
+                                  is_static_wrapper_v<X> || is_dyn_v<X>;
+
+namespace detail {
+template <class X> struct is_std_array : std::false_type {};
+template <class T, std::size_t N> struct is_std_array<std::array<T, N>> : std::true_type {};
+template <class X> struct is_std_vector : std::false_type {};
+template <class T, class A> struct is_std_vector<std::vector<T, A>> : std::true_type {};
+template <class X> struct is_tuple_like : std::false_type {};
+template <class... T> struct is_tuple_like<std::tuple<T...>> : std::true_type {};
+template <class A, class B> struct is_tuple_like<std::pair<A, B>> : std::true_type {};
+
+template <class S, class U> struct rebind_struct;
+template <template <class> class S, class T, class U> struct rebind_struct<S<T>, U> { using type = S<U>; };
+template <class S> struct struct_leaf;
+template <template <class> class S, class T> struct struct_leaf<S<T>> { using type = T; };
+}  // namespace detail
+
+template <class X>
+inline constexpr bool is_hana_struct_v = !is_leaf_v<X> && boost::hana::Struct<std::remove_cvref_t<X>>::value;
+
+/// A type tower can map over: a leaf or a container of pytrees.
+template <class X>
+inline constexpr bool is_pytree_v = is_leaf_v<X> || detail::is_tuple_like<std::remove_cvref_t<X>>::value ||
+                                    detail::is_std_array<std::remove_cvref_t<X>>::value ||
+                                    detail::is_std_vector<std::remove_cvref_t<X>>::value || is_hana_struct_v<X>;
+
+/// Applies f to every leaf; the result has the same structure.
+template <class F, class X>
+auto tree_map(F&& f, const X& x) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_leaf_v<D>) {
+    return f(x);
+  } else if constexpr (detail::is_tuple_like<D>::value) {
+    if constexpr (requires { x.first; }) return std::make_pair(tree_map(f, x.first), tree_map(f, x.second));
+    else return std::apply([&](const auto&... e) { return std::make_tuple(tree_map(f, e)...); }, x);
+  } else if constexpr (detail::is_std_array<D>::value) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::array<decltype(tree_map(f, x[0])), sizeof...(I)>{tree_map(f, x[I])...};
+    }(std::make_index_sequence<std::tuple_size_v<D>>{});
+  } else if constexpr (detail::is_std_vector<D>::value) {
+    std::vector<decltype(tree_map(f, x[0]))> r;
+    r.reserve(x.size());
+    for (const auto& e : x) r.push_back(tree_map(f, e));
+    return r;
+  } else {
+    static_assert(is_hana_struct_v<D>, "tower: this type is not a pytree (tuple, pair, array, vector, Hana struct or a leaf)");
+    using T = typename detail::struct_leaf<D>::type;
+    using R = typename detail::rebind_struct<D, decltype(tree_map(f, std::declval<const T&>()))>::type;
+    R r{};
+    constexpr std::size_t n = decltype(boost::hana::length(boost::hana::accessors<D>()))::value;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<R>()))(r) =
+            tree_map(f, boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<D>()))(x))),
+       ...);
+    }(std::make_index_sequence<n>{});
+    return r;
+  }
+}
+
+/// Applies f to corresponding leaves of two pytrees of the same structure.
+template <class F, class X, class Y>
+auto tree_zip(F&& f, const X& x, const Y& y) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_leaf_v<D>) {
+    return f(x, y);
+  } else if constexpr (detail::is_tuple_like<D>::value) {
+    static_assert(std::tuple_size_v<D> == std::tuple_size_v<std::remove_cvref_t<Y>>, "tower: pytrees differ in structure");
+    if constexpr (requires { x.first; }) {
+      return std::make_pair(tree_zip(f, x.first, y.first), tree_zip(f, x.second, y.second));
+    } else {
+      return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return std::make_tuple(tree_zip(f, std::get<I>(x), std::get<I>(y))...);
+      }(std::make_index_sequence<std::tuple_size_v<D>>{});
+    }
+  } else if constexpr (detail::is_std_array<D>::value) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::array<decltype(tree_zip(f, x[0], y[0])), sizeof...(I)>{tree_zip(f, x[I], y[I])...};
+    }(std::make_index_sequence<std::tuple_size_v<D>>{});
+  } else if constexpr (detail::is_std_vector<D>::value) {
+    if (x.size() != y.size())
+      throw error("pytree: vectors of different lengths (" + std::to_string(x.size()) + " and " + std::to_string(y.size()) + ")");
+    std::vector<decltype(tree_zip(f, x[0], y[0]))> r;
+    r.reserve(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) r.push_back(tree_zip(f, x[i], y[i]));
+    return r;
+  } else {
+    static_assert(is_hana_struct_v<D>, "tower: this type is not a pytree (tuple, pair, array, vector, Hana struct or a leaf)");
+    using T = typename detail::struct_leaf<D>::type;
+    using U = typename detail::struct_leaf<std::remove_cvref_t<Y>>::type;
+    using R = typename detail::rebind_struct<D, decltype(tree_zip(f, std::declval<const T&>(), std::declval<const U&>()))>::type;
+    R r{};
+    constexpr std::size_t n = decltype(boost::hana::length(boost::hana::accessors<D>()))::value;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<R>()))(r) =
+            tree_zip(f, boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<D>()))(x),
+                     boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<std::remove_cvref_t<Y>>()))(y))),
+       ...);
+    }(std::make_index_sequence<n>{});
+    return r;
+  }
+}
+
+/// Calls f on every leaf, in order.
+template <class F, class X>
+void tree_for_each(F&& f, const X& x) {
+  (void)tree_map([&](const auto& leaf) { f(leaf); return 0; }, x);
+}
+
+namespace detail {
+/// The leaf types of a pytree type, as a std::tuple type (one entry per distinct position kind).
+template <class X> struct leaf_types { using type = std::tuple<X>; };
+template <class... T> struct leaf_types<std::tuple<T...>> {
+  using type = decltype(std::tuple_cat(std::declval<typename leaf_types<std::remove_cvref_t<T>>::type>()...));
+};
+template <class A, class B> struct leaf_types<std::pair<A, B>> : leaf_types<std::tuple<A, B>> {};
+template <class T, std::size_t N> struct leaf_types<std::array<T, N>> : leaf_types<T> {};
+template <class T, class A> struct leaf_types<std::vector<T, A>> : leaf_types<T> {};
+template <template <class> class S, class T> requires(is_hana_struct_v<S<T>>) struct leaf_types<S<T>> : leaf_types<T> {};
+
+template <class X, class Tuple> struct lift_over;
+template <class X, class... L> struct lift_over<X, std::tuple<L...>> { using type = lift_levels_t<X, L...>; };
+}  // namespace detail
+
+/// X lifted to every level carried by any leaf of the pytrees A...
+template <class X, class... A>
+using lift_levels_over_t = typename detail::lift_over<
+    std::remove_cvref_t<X>, decltype(std::tuple_cat(std::declval<typename detail::leaf_types<std::remove_cvref_t<A>>::type>()...))>::type;
+
+/// The highest level any leaf of the pytrees A... carries.
+template <class... A>
+constexpr int pytree_level() {
+  int l = 0;
+  auto one = [&]<class... L>(std::type_identity<std::tuple<L...>>) { ((l = l < level_of<L>() ? level_of<L>() : l), ...); };
+  (one(std::type_identity<typename detail::leaf_types<std::remove_cvref_t<A>>::type>{}), ...);
+  return l;
+}
+
+}  // namespace tower
