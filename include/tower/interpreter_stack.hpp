@@ -15,11 +15,15 @@
 namespace tower {
 
 /// One live transform: its key, level and per-transform metadata.
+/// vmap's policy for random ops (torch.func's randomness=).
+enum class randomness_kind : int { error = 0, same = 1, different = 2 };
+
 struct interpreter_entry {
   transform_type key;
   int level;
   std::uint64_t serial;          // unique per transform call: wrappers carry it
   std::int64_t batch_size = 0;   // vmap
+  randomness_kind randomness = randomness_kind::error;  // vmap
   bool prev_grad_mode = true;    // grad: the grad mode in force when it was entered
   bool prev_fwd_grad_mode = true;  // jvp
   void* state = nullptr;         // per-transform runtime state (the grad tape)

@@ -100,10 +100,16 @@ struct vmap_interpreter {
 
   template <class Op, class... A>
   auto process(const Op& op, const A&... a) const {
+    if constexpr (requires { op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...); }) {
+      // Ops that depend on the vmap's options (random ops and randomness=).
+      auto phys = op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...);
+      return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
+    } else {
     static_assert(has_batch_rule_v<Op, std::int64_t, decltype(as_bval(a))...>,
                   "tower: this op has no batching rule for vmap (the op is named in the instantiation)");
     auto phys = op.batch(batch_size_, as_bval(a)...);
     return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
+    }
   }
 
   /// Lowering: dispatch on the rest of the stack (the args given are already peeled).

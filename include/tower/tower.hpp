@@ -27,3 +27,4 @@
 #include "tower/transforms/jvp.hpp"
 #include "tower/transforms/jacobian.hpp"
 #include "tower/pytree.hpp"
+#include "dsl/random.hpp"

@@ -7,6 +7,8 @@
 #include <tuple>
 #include <type_traits>
 
+#include "tower/interpreter_stack.hpp"
+
 namespace tower {
 
 /// An argument that vmap does not batch.
@@ -38,6 +40,34 @@ template <class... D>
 constexpr auto out_dims(D... d) {
   return out_dims_t<detail::dim_entry_t<D>...>{{detail::dim_entry_t<D>(d)...}};
 }
+
+/// vmap(f, 1): the same batch dim for every argument.
+struct in_dims_all_t {
+  std::int64_t dim;
+  std::tuple<> dims{};  // (not a per-argument list)
+};
+
+/// vmap's policy for random ops: error (the default), same values for every example, or
+/// different values per example (torch.func's randomness=).
+struct randomness_t {
+  randomness_kind kind;
+};
+namespace randomness {
+inline constexpr randomness_t error{randomness_kind::error};
+inline constexpr randomness_t same{randomness_kind::same};
+inline constexpr randomness_t different{randomness_kind::different};
+}  // namespace randomness
+
+/// vmap processes the batch in chunks of this many examples (0: all at once); same results.
+struct chunk_size_t {
+  std::int64_t size;
+};
+constexpr chunk_size_t chunk_size(std::int64_t n) { return {n}; }
+
+struct vmap_options {
+  std::int64_t chunk_size = 0;
+  randomness_kind randomness = randomness_kind::error;
+};
 
 /// Which arguments grad differentiates: tw::argnums<0>, tw::argnums<0, 2>.
 template <int... I>

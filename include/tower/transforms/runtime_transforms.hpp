@@ -42,9 +42,11 @@ inline value unbatch(const value& r, std::int64_t out_dim, std::int64_t bs, int 
 /// vmap on the runtime path. `in_dims[i]` empty means not batched.
 template <class Call, std::size_t N>
 auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
-              const std::vector<std::int64_t>& out_dims, const std::array<value, N>& args) {
+              const std::vector<std::int64_t>& out_dims, const std::array<value, N>& args,
+              randomness_kind randomness = randomness_kind::error) {
   const int level = top_live_level() + 1;
   interpreter_scope scope(transform_type::vmap, level);
+  scope.entry().randomness = randomness;
   const std::uint64_t serial = scope.entry().serial;
   std::int64_t bs = -1;
   std::string first;

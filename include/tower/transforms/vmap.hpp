@@ -29,7 +29,8 @@ namespace detail {
 
 template <class InDims, std::size_t N>
 auto in_dim_at(const InDims& in) {
-  if constexpr (std::tuple_size_v<decltype(in.dims)> == 0) return std::int64_t{0};
+  if constexpr (std::is_same_v<InDims, in_dims_all_t>) return in.dim;
+  else if constexpr (std::tuple_size_v<decltype(in.dims)> == 0) return std::int64_t{0};
   else return std::get<N>(in.dims);
 }
 
@@ -66,6 +67,7 @@ struct vmap_transform {
   F f;
   InDims in;
   OutDims out;
+  vmap_options opts{};
 
   template <class... A>
   auto operator()(const A&... a) const {
@@ -95,12 +97,13 @@ struct vmap_transform {
     std::vector<std::int64_t> outs;
     std::apply([&](auto... o) { (outs.push_back(o), ...); }, out.dims);
     auto call = [&](const std::array<dyn::value, N>& w) { return std::apply(f, w); };
-    return dyn::run_vmap(call, dims, outs, std::array<dyn::value, N>{runtime::detail::to_value(a)...});
+    return dyn::run_vmap(call, dims, outs, std::array<dyn::value, N>{runtime::detail::to_value(a)...}, opts.randomness);
   }
 
   template <int L, class... A>
   auto run(const A&... a) const {
     interpreter_scope scope(transform_type::vmap, L);
+    scope.entry().randomness = opts.randomness;
     const std::uint64_t serial = scope.entry().serial;
     std::int64_t bs = -1;
     std::string first;
@@ -160,19 +163,40 @@ struct is_runtime_function<vmap_transform<F, I, O, Fl>> : is_runtime_function<F>
 namespace detail {
 /// vmap inside a tower composite (see run_at_level's Floor).
 template <int Floor, class F, class... D>
-auto vmap_at(F f, in_dims_t<D...> in) { return vmap_transform<F, in_dims_t<D...>, out_dims_t<>, Floor>{std::move(f), in, {}}; }
+auto vmap_at(F f, in_dims_t<D...> in) { return vmap_transform<F, in_dims_t<D...>, out_dims_t<>, Floor>{std::move(f), in, {}, {}}; }
 }  // namespace detail
 
-/// vmap(f), vmap(f, in_dims(...)), vmap(f, in_dims(...), out_dims(...)), vmap(f, 0).
-template <class F>
-auto vmap(F f) { return vmap_transform<F, in_dims_t<>, out_dims_t<>>{std::move(f), {}, {}}; }
-template <class F, class... D>
-auto vmap(F f, in_dims_t<D...> in) { return vmap_transform<F, in_dims_t<D...>, out_dims_t<>>{std::move(f), in, {}}; }
-template <class F, class... D, class... O>
-auto vmap(F f, in_dims_t<D...> in, out_dims_t<O...> out) {
-  return vmap_transform<F, in_dims_t<D...>, out_dims_t<O...>>{std::move(f), in, out};
+namespace detail {
+template <class... Opt> struct find_in_dims { using type = in_dims_t<>; };
+template <class... D, class... Rest> struct find_in_dims<in_dims_t<D...>, Rest...> { using type = in_dims_t<D...>; };
+template <class First, class... Rest> requires std::is_integral_v<First> struct find_in_dims<First, Rest...> { using type = in_dims_all_t; };
+template <class First, class... Rest> struct find_in_dims<First, Rest...> : find_in_dims<Rest...> {};
+template <class... Opt> struct find_out_dims { using type = out_dims_t<>; };
+template <class... D, class... Rest> struct find_out_dims<out_dims_t<D...>, Rest...> { using type = out_dims_t<D...>; };
+template <class First, class... Rest> struct find_out_dims<First, Rest...> : find_out_dims<Rest...> {};
+
+template <class T>
+concept vmap_option = std::is_integral_v<T> || std::is_same_v<T, randomness_t> || std::is_same_v<T, chunk_size_t> ||
+                      requires(T t) { t.dims; };
+}  // namespace detail
+
+/// vmap(f, options...): options in any order — in_dims(...) (or an int for every argument),
+/// out_dims(...), chunk_size(n), randomness::error / same / different.
+template <class F, detail::vmap_option... Opt>
+auto vmap(F f, Opt... opt) {
+  using In = typename detail::find_in_dims<Opt...>::type;
+  using Out = typename detail::find_out_dims<Opt...>::type;
+  vmap_transform<F, In, Out> r{std::move(f), {}, {}, {}};
+  [[maybe_unused]] auto take = [&](const auto& o) {
+    using O = std::remove_cvref_t<decltype(o)>;
+    if constexpr (std::is_integral_v<O>) r.in = in_dims_all_t{static_cast<std::int64_t>(o)};
+    else if constexpr (std::is_same_v<O, randomness_t>) r.opts.randomness = o.kind;
+    else if constexpr (std::is_same_v<O, chunk_size_t>) r.opts.chunk_size = o.size;
+    else if constexpr (std::is_same_v<O, In>) r.in = o;
+    else if constexpr (std::is_same_v<O, Out>) r.out = o;
+  };
+  (take(opt), ...);
+  return r;
 }
-template <class F, class... O>
-auto vmap(F f, out_dims_t<O...> out) { return vmap_transform<F, in_dims_t<>, out_dims_t<O...>>{std::move(f), {}, out}; }
 
 }  // namespace tower

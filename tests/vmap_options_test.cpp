@@ -1,0 +1,49 @@
+// vmap's options: an int for every argument, randomness= for random ops, both paths.
+#include <catch2/catch.hpp>
+
+#include <functional>
+
+#include "tests/check.hpp"
+#include "tower/tower.hpp"
+
+namespace tw = tower;
+using namespace tower::testing;
+using tw::dyn::value;
+using tw::shape_t;
+using tw::tensor;
+
+TEST_CASE("vmap(f, d) batches every argument along d") {
+  const tensor<double> A = sample({3, 4}, -1, 1, 1), B = sample({3, 4}, -1, 1, 2);
+  const tensor<double> r = tw::vmap([](auto a, auto b) { return tw::sum(a * b); }, 1)(A, B);
+  REQUIRE(r.shape() == shape_t{4});
+  require_close(r, tw::sum(A * B, 0), 1e-12);
+}
+
+TEST_CASE("randomness: error by default, same or different on request, on both paths") {
+  const tensor<double> X = tw::zeros<double>({4, 3});
+  auto noisy = [](auto x) { return x + tw::randn_like(x); };
+  REQUIRE_THROWS_WITH(tw::vmap(noisy)(X), Catch::Contains("randomness='error'"));
+  REQUIRE(tw::interpreter_stack_depth() == 0);
+
+  tw::manual_seed(3);
+  const tensor<double> d = tw::vmap(noisy, tw::randomness::different)(X);
+  tw::manual_seed(3);
+  const tensor<double> s = tw::vmap(noisy, tw::randomness::same)(X);
+  // 'same': every row equal; 'different': rows differ.
+  for (std::int64_t b = 1; b < 4; ++b) {
+    require_close(row(s, b), row(s, 0), 0);
+    REQUIRE(tw::testing::max_rel_err(row(d, b), row(d, 0)) > 1e-3);
+  }
+  // The draws are standard normal: the 'different' sample of 4*3 values has a plausible spread.
+  double m2 = 0;
+  for (std::int64_t i = 0; i < d.numel(); ++i) m2 += d.data()[i] * d.data()[i];
+  REQUIRE(m2 / d.numel() > 0.1);
+  REQUIRE(m2 / d.numel() < 5.0);
+
+  std::function<value(value)> nr = [](value x) { return x + tw::randn_like(x); };
+  REQUIRE_THROWS_WITH(tw::vmap(nr)(X), Catch::Contains("randomness='error'"));
+  const tensor<double> sr = tw::vmap(nr, tw::randomness::same)(X).to_tensor();
+  for (std::int64_t b = 1; b < 4; ++b) require_close(row(sr, b), row(sr, 0), 0);
+  // Under grad a random op is a constant.
+  require_close(tw::grad([](auto x) { return x * 2.0 + tw::randn_like(x); })(1.0), 2.0, 0);
+}
