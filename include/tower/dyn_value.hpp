@@ -14,6 +14,7 @@
 
 #include "tower/error.hpp"
 #include "tower/interpreter_stack.hpp"
+#include "tower/static_values.hpp"
 #include "tower/tensor.hpp"
 #include "tower/transform_type.hpp"
 
@@ -29,6 +30,11 @@ class value {
   explicit value(double v);
   explicit value(tensor<double> t);
   explicit value(std::shared_ptr<const rep> r) : rep_(std::move(r)) {}
+  /// A static-path value (batched, grad_value, dual) handed to runtime code: its levels carry
+  /// over, and a grad level's tracking is bridged back to the static tape (bridge.hpp).
+  template <class W>
+    requires is_static_wrapper_v<W>
+  value(const W& w);  // NOLINT: implicit on purpose, so erased functions accept static values
 
   /// Logical shape (what the transformed function sees).
   shape_t shape() const;

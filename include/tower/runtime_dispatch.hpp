@@ -168,10 +168,18 @@ class jvp_interpreter {
 };
 
 namespace detail {
-inline value to_value(const value& v) { return v; }
-inline value to_value(double v) { return value(v); }
-inline value to_value(const tensor<double>& t) { return value(t); }
-inline value to_value(float v) { return value(static_cast<double>(v)); }
+/// A static-path value seen by the runtime path (bridge.hpp).
+template <class W> value static_to_value(const W& w);
+
+/// Any operand as a dyn::value.
+template <class X>
+value to_value(const X& x) {
+  if constexpr (std::is_same_v<X, value>) return x;
+  else if constexpr (std::is_arithmetic_v<X>) return value(static_cast<double>(x));
+  else if constexpr (std::is_same_v<X, tensor<double>>) return value(x);
+  else if constexpr (is_tensor_v<X>) static_assert(!is_tensor_v<X>, "tower: the runtime path works on tensor<double> only");
+  else return static_to_value(x);
+}
 
 template <class Op, std::size_t N>
 value run_base(const Op& op, const std::array<value, N>& args) {

@@ -28,3 +28,4 @@
 #include "tower/transforms/jacobian.hpp"
 #include "tower/pytree.hpp"
 #include "dsl/random.hpp"
+#include "tower/bridge.hpp"

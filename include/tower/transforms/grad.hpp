@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "dsl/shape_ops.hpp"
+#include "tower/bridge.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/static_tape.hpp"
@@ -36,7 +37,8 @@ constexpr bool contains_index() { return ((I == N) || ...); }
 template <int L, class X>
 auto unwrap_level(const X& x) {
   return tree_map([](const auto& leaf) {
-    if constexpr (level_of<decltype(leaf)>() == L) return leaf.primal;
+    if constexpr (is_dyn_v<decltype(leaf)>) return leaf.level() == L ? leaf.get().inner : leaf;
+    else if constexpr (level_of<decltype(leaf)>() == L) return leaf.primal;
     else return leaf;
   }, x);
 }
@@ -107,6 +109,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     const std::uint64_t serial = scope.entry().serial;
     detail::no_grad_below_guard below(L, prev);
     enable_grad on;
+    detail::bridge_scope bridged(serial);
 
     auto args = [&]<std::size_t... K>(std::index_sequence<K...>) {
       return std::make_tuple(wrap<L, K, A, A...>(a, tape, serial)...);
@@ -125,12 +128,19 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     };
     const auto& value = split();
     using V = std::remove_cvref_t<decltype(value)>;
-    static_assert(std::is_arithmetic_v<V> || is_tensor_v<V> || is_static_wrapper_v<V>,
+    static_assert(std::is_arithmetic_v<V> || is_tensor_v<V> || is_static_wrapper_v<V> || is_dyn_v<V>,
                   "grad: f must return a scalar (double, float or a one-element tensor)");
     if (const shape_t s = shape(value); !s.empty())
       throw error("grad: f must return a scalar, it returned a value of shape " + detail::shape_str(s));
 
-    if constexpr (level_of<V>() == L) {
+    if constexpr (is_dyn_v<V>) {
+      // f handed its values to runtime code (bridge.hpp): sweep the runtime graph back to the
+      // bridges, then the static tape.
+      if (value.level() == L && value.get().serial == serial && value.get().node) {
+        detail::bridge_backward(value, serial);
+        tape.backward();
+      }
+    } else if constexpr (level_of<V>() == L) {
       if (value.node && value.serial == serial) {
         value.node->accumulate(ones_like(value.primal));
         tape.backward();

@@ -27,7 +27,10 @@ namespace detail {
 
 template <int L, class R>
 auto split_dual(const R& r) {
-  if constexpr (is_dual_at_v<R, L>) return std::make_pair(r.primal, r.tangent);
+  if constexpr (is_dyn_v<R>) {
+    if (r.level() == L) return std::make_pair(r.get().inner, r.get().tangent);
+    return std::make_pair(r, zeros_like(r));
+  } else if constexpr (is_dual_at_v<R, L>) return std::make_pair(r.primal, r.tangent);
   else return std::make_pair(r, zeros_like(r));
 }
 

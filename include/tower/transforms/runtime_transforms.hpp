@@ -37,6 +37,40 @@ inline value unbatch(const value& r, std::int64_t out_dim, std::int64_t bs, int 
   return d == 0 ? b : movedim(b, 0, d);
 }
 
+/// Reverse-mode sweep from a tracked output: the adjoint of every node it reaches.
+inline std::unordered_map<const grad_node*, value> backward(const value& out, const value* seed = nullptr) {
+  std::unordered_map<const grad_node*, value> adjoint;
+  // Reverse topological order by depth-first search from the output.
+  std::vector<grad_node*> order;
+  std::unordered_set<const grad_node*> seen;
+  std::vector<std::pair<grad_node*, std::size_t>> stack{{out.get().node.get(), 0}};
+  seen.insert(out.get().node.get());
+  while (!stack.empty()) {
+    auto& [n, i] = stack.back();
+    if (i < n->parents.size()) {
+      grad_node* p = n->parents[i++].get();
+      if (p && seen.insert(p).second) stack.push_back({p, 0});
+    } else {
+      order.push_back(n);
+      stack.pop_back();
+    }
+  }
+  adjoint.emplace(out.get().node.get(), seed ? *seed : ones_like(out.get().inner));
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    grad_node* n = *it;
+    auto a = adjoint.find(n);
+    if (a == adjoint.end() || !n->vjp) continue;
+    const std::vector<value> g = n->vjp(a->second);
+    for (std::size_t i = 0; i < n->parents.size(); ++i) {
+      const grad_node* p = n->parents[i].get();
+      if (!p) continue;
+      auto [slot, fresh] = adjoint.try_emplace(p, g[i]);
+      if (!fresh) slot->second = slot->second + g[i];
+    }
+  }
+  return adjoint;
+}
+
 }  // namespace detail
 
 /// vmap on the runtime path. `in_dims[i]` empty means not batched.
@@ -116,36 +150,7 @@ auto run_grad(const Call& call, const std::vector<int>& argnums, const std::arra
     throw error("grad: f must return a scalar, it returned a value of shape " + tower::detail::shape_str(s));
 
   std::unordered_map<const grad_node*, value> adjoint;
-  if (out.level() == level && out.get().serial == serial && out.get().node) {
-    // Reverse topological order by depth-first search from the output.
-    std::vector<grad_node*> order;
-    std::unordered_set<const grad_node*> seen;
-    std::vector<std::pair<grad_node*, std::size_t>> stack{{out.get().node.get(), 0}};
-    seen.insert(out.get().node.get());
-    while (!stack.empty()) {
-      auto& [n, i] = stack.back();
-      if (i < n->parents.size()) {
-        grad_node* p = n->parents[i++].get();
-        if (p && seen.insert(p).second) stack.push_back({p, 0});
-      } else {
-        order.push_back(n);
-        stack.pop_back();
-      }
-    }
-    adjoint.emplace(out.get().node.get(), ones_like(out.get().inner));
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      grad_node* n = *it;
-      auto a = adjoint.find(n);
-      if (a == adjoint.end() || !n->vjp) continue;
-      const std::vector<value> g = n->vjp(a->second);
-      for (std::size_t i = 0; i < n->parents.size(); ++i) {
-        const grad_node* p = n->parents[i].get();
-        if (!p) continue;
-        auto [slot, fresh] = adjoint.try_emplace(p, g[i]);
-        if (!fresh) slot->second = slot->second + g[i];
-      }
-    }
-  }
+  if (out.level() == level && out.get().serial == serial && out.get().node) adjoint = detail::backward(out);
   using Aux = std::conditional_t<HasAux, std::tuple_element_t<1, std::conditional_t<HasAux, decltype(result), std::tuple<value, value>>>, value>;
   grad_result<Aux> r;
   for (std::size_t j = 0; j < argnums.size(); ++j) {

@@ -44,7 +44,9 @@ std::int64_t out_dim_at(const OutDims& out) {
 /// Brings a static vmap's output back to plain form: batch at out_dim.
 template <int L, class R>
 auto unbatch(const R& r, std::int64_t out_dim, std::int64_t bs, std::uint64_t serial) {
-  if constexpr (is_batched_at_v<R, L>) {
+  if constexpr (is_dyn_v<R>) {
+    return dyn::detail::unbatch(r, out_dim, bs, L, serial);  // f returned runtime values (bridge.hpp)
+  } else if constexpr (is_batched_at_v<R, L>) {
     if (r.serial != serial) throw error("vmap: the function returned a value batched by another vmap call");
     const std::int64_t rank = static_cast<std::int64_t>(shape(r.value).size());
     const std::int64_t d = tensor<double>::normalize_dim(out_dim, rank);
