@@ -108,3 +108,19 @@ TEST_CASE("tuples, pairs, arrays and vectors as arguments and results") {
   require_close(d, A - Bm, 0);
   require_close(s, tw::sum(A, 1), 1e-12);
 }
+
+TEST_CASE("nested in_dims for tuple arguments, and jvp over pytrees") {
+  const tensor<double> A = sample({4, 3}, -1, 1, 95), w = sample({3}, -1, 1, 96);
+  // The tuple's first element is batched along dim 0, the second is shared.
+  const tensor<double> r = tw::vmap([](const auto& t) { return tw::sum(std::get<0>(t) * std::get<1>(t)); },
+                                    tw::in_dims(std::tuple{0, tw::none}))(std::make_tuple(A, w));
+  REQUIRE(r.shape() == shape_t{4});
+  require_close(r, tw::sum(A * w, 1), 1e-12);
+  // jvp with a tuple primal and tangent: the directional derivative of <a, sin b>.
+  const tensor<double> a = sample({3}, -1, 1, 97), b = sample({3}, -1, 1, 98), da = sample({3}, -1, 1, 99),
+                       db = sample({3}, -1, 1, 100);
+  auto f = [](const auto& t) { return tw::sum(std::get<0>(t) * tw::sin(std::get<1>(t))); };
+  const auto [y, dy] = tw::jvp(f, std::make_tuple(std::make_tuple(a, b)), std::make_tuple(std::make_tuple(da, db)));
+  require_close(y, f(std::make_tuple(a, b)), 0);
+  require_close(dy.item(), tw::sum(da * tw::sin(b) + a * tw::cos(b) * db).item(), 1e-12);
+}

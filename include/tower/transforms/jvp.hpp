@@ -16,6 +16,7 @@
 #include "dsl/shape_ops.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
+#include "tower/pytree.hpp"
 #include "tower/static_values.hpp"
 #include "tower/transforms/runtime_function.hpp"
 #include "tower/transforms/runtime_transforms.hpp"
@@ -36,7 +37,7 @@ auto split_dual(const R& r) {
 
 template <int Floor, class F, class... P, class... T>
 auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
-  constexpr int L = predicted_level<P..., T...>();
+  constexpr int L = pytree_level<P..., T...>() + 1;
   return run_at_level<L, Floor>("jvp", [&](auto level) {
     constexpr int Lv = decltype(level)::value;
     const bool prev = is_fwd_grad_enabled();
@@ -45,22 +46,16 @@ auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T.
     const std::uint64_t serial = scope.entry().serial;
     fwd_grad_scope fwd(Lv, prev);
     auto args = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((shape(std::get<I>(primals)) == shape(std::get<I>(tangents))
-            ? void()
-            : throw error("jvp: tangent " + std::to_string(I) + " has shape " + shape_str(shape(std::get<I>(tangents))) +
-                          " but its primal has shape " + shape_str(shape(std::get<I>(primals))))),
-       ...);
-      return std::make_tuple(dual<P, T, Lv>{std::get<I>(primals), std::get<I>(tangents), serial}...);
+      return std::make_tuple(tree_zip([&](const auto& p, const auto& t) {
+        if (shape(p) != shape(t))
+          throw error("jvp: tangent " + std::to_string(I) + " has shape " + shape_str(shape(t)) + " but its primal has shape " +
+                      shape_str(shape(p)));
+        return dual<std::remove_cvref_t<decltype(p)>, std::remove_cvref_t<decltype(t)>, Lv>{p, t, serial};
+      }, std::get<I>(primals), std::get<I>(tangents))...);
     }(std::index_sequence_for<P...>{});
     auto r = std::apply(f, args);
-    if constexpr (requires { std::tuple_size<decltype(r)>::value; }) {
-      return [&]<std::size_t... K>(std::index_sequence<K...>) {
-        auto parts = std::make_tuple(split_dual<Lv>(std::get<K>(r))...);
-        return std::make_pair(std::make_tuple(std::get<K>(parts).first...), std::make_tuple(std::get<K>(parts).second...));
-      }(std::make_index_sequence<std::tuple_size_v<decltype(r)>>{});
-    } else {
-      return split_dual<Lv>(r);
-    }
+    return std::make_pair(tree_map([](const auto& leaf) { return split_dual<Lv>(leaf).first; }, r),
+                          tree_map([](const auto& leaf) { return split_dual<Lv>(leaf).second; }, r));
   });
 }
 

@@ -17,17 +17,33 @@ inline constexpr none_t none{};
 
 namespace detail {
 template <class D> using dim_entry_t = std::conditional_t<std::is_same_v<D, none_t>, none_t, std::int64_t>;
+
+/// An in_dims entry: an int, tw::none, or (for a tuple-like argument) a std::tuple of entries.
+template <class D> struct in_dim_entry { using type = dim_entry_t<D>; };
+template <class... D> struct in_dim_entry<std::tuple<D...>> { using type = std::tuple<typename in_dim_entry<D>::type...>; };
+template <class D> using in_dim_entry_t = typename in_dim_entry<D>::type;
+
+template <class D> inline constexpr bool is_in_dim_entry_v = std::is_integral_v<D> || std::is_same_v<D, none_t>;
+template <class... D> inline constexpr bool is_in_dim_entry_v<std::tuple<D...>> = (is_in_dim_entry_v<D> && ...);
+
+template <class D>
+auto to_in_dim_entry(const D& d) {
+  if constexpr (std::is_same_v<D, none_t>) return none;
+  else if constexpr (std::is_integral_v<D>) return static_cast<std::int64_t>(d);
+  else return std::apply([](const auto&... e) { return std::make_tuple(to_in_dim_entry(e)...); }, d);
+}
 }
 
-/// Per-argument batch dims of vmap: an int (negative counts from the end) or tw::none.
+/// Per-argument batch dims of vmap: an int (negative counts from the end) or tw::none; for a
+/// tuple-like argument, a std::tuple of entries per element (nested pytrees).
 template <class... D>
 struct in_dims_t {
   std::tuple<D...> dims;
 };
 template <class... D>
-  requires((std::is_integral_v<D> || std::is_same_v<D, none_t>) && ...)
+  requires(detail::is_in_dim_entry_v<D> && ...)
 constexpr auto in_dims(D... d) {
-  return in_dims_t<detail::dim_entry_t<D>...>{{detail::dim_entry_t<D>(d)...}};
+  return in_dims_t<detail::in_dim_entry_t<D>...>{{detail::to_in_dim_entry(d)...}};
 }
 
 /// Per-output dims where vmap puts the batch.

@@ -41,6 +41,37 @@ std::int64_t out_dim_at(const OutDims& out) {
   else return std::get<N>(out.dims);
 }
 
+/// Calls f(dim, leaf) for each leaf of x that an in_dims entry batches (an int applies to every
+/// leaf below it, tw::none to none, a tuple entry pairs with the argument's elements).
+template <class D, class X, class F>
+void for_each_in_dim(const D& d, const X& x, F&& f) {
+  if constexpr (std::is_same_v<D, none_t>) {
+  } else if constexpr (std::is_integral_v<D>) {
+    tree_for_each([&](const auto& leaf) { f(static_cast<std::int64_t>(d), leaf); }, x);
+  } else {
+    static_assert(std::tuple_size_v<D> == std::tuple_size_v<X>, "vmap: an in_dims entry does not match its argument's structure");
+    [&]<std::size_t... K>(std::index_sequence<K...>) { (for_each_in_dim(std::get<K>(d), std::get<K>(x), f), ...); }(
+        std::make_index_sequence<std::tuple_size_v<D>>{});
+  }
+}
+
+/// x with every leaf batched by the in_dims entry d replaced by f(dim, leaf).
+template <class D, class X, class F>
+auto map_in_dim(const D& d, const X& x, F&& f) {
+  if constexpr (std::is_same_v<D, none_t>) {
+    return x;
+  } else if constexpr (std::is_integral_v<D>) {
+    return tree_map([&](const auto& leaf) { return f(static_cast<std::int64_t>(d), leaf); }, x);
+  } else {
+    static_assert(std::tuple_size_v<D> == std::tuple_size_v<X>, "vmap: an in_dims entry does not match its argument's structure");
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      if constexpr (requires { x.first; }) return std::make_pair(map_in_dim(std::get<0>(d), x.first, f), map_in_dim(std::get<1>(d), x.second, f));
+      else if constexpr (requires { std::get<0>(x); x[0]; }) return std::array{map_in_dim(std::get<K>(d), x[K], f)...};
+      else return std::make_tuple(map_in_dim(std::get<K>(d), std::get<K>(x), f)...);
+    }(std::make_index_sequence<std::tuple_size_v<D>>{});
+  }
+}
+
 /// Brings a static vmap's output back to plain form: batch at out_dim.
 template <int L, class R>
 auto unbatch(const R& r, std::int64_t out_dim, std::int64_t bs, std::uint64_t serial) {
@@ -92,7 +123,9 @@ struct vmap_transform {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((dims[I] = [&]() -> std::optional<std::int64_t> {
          const auto d = detail::in_dim_at<InDims, I>(in);
-         if constexpr (std::is_same_v<decltype(d), const none_t>) return std::nullopt;
+         using D = std::remove_cvref_t<decltype(d)>;
+         static_assert(std::is_same_v<D, none_t> || std::is_integral_v<D>, "vmap: nested in_dims need the static path");
+         if constexpr (std::is_same_v<D, none_t>) return std::nullopt;
          else return d;
        }()), ...);
     }(std::index_sequence_for<A...>{});
@@ -121,29 +154,21 @@ struct vmap_transform {
 
   template <std::size_t I, class X>
   void find_batch_size(const X& x, std::int64_t& bs, std::string& first) const {
-    const auto d = detail::in_dim_at<InDims, I>(in);
-    if constexpr (!std::is_same_v<decltype(d), const none_t>) {
-      tree_for_each([&](const auto& leaf) {
-        static_assert(!std::is_arithmetic_v<std::remove_cvref_t<decltype(leaf)>>,
-                      "vmap: a scalar argument cannot be batched; give it tw::none in in_dims");
-        detail::merge_batch_size(I, d, shape(leaf), bs, first);
-      }, x);
-    }
+    detail::for_each_in_dim(detail::in_dim_at<InDims, I>(in), x, [&](std::int64_t d, const auto& leaf) {
+      static_assert(!std::is_arithmetic_v<std::remove_cvref_t<decltype(leaf)>>,
+                    "vmap: a scalar argument cannot be batched; give it tw::none in in_dims");
+      detail::merge_batch_size(I, d, shape(leaf), bs, first);
+    });
   }
 
   template <int L, std::size_t I, class X>
   auto wrap(const X& x, std::int64_t bs, std::uint64_t serial) const {
-    const auto d = detail::in_dim_at<InDims, I>(in);
-    if constexpr (std::is_same_v<decltype(d), const none_t>) {
-      return x;
-    } else {
-      return tree_map([&](const auto& leaf) {
-        using Leaf = std::remove_cvref_t<decltype(leaf)>;
-        const auto r = static_cast<std::int64_t>(shape(leaf).size());
-        const std::int64_t dd = d < 0 ? d + r : d;
-        return batched<Leaf, L>{dd == 0 ? leaf : movedim(leaf, dd, 0), bs, serial};
-      }, x);
-    }
+    return detail::map_in_dim(detail::in_dim_at<InDims, I>(in), x, [&](std::int64_t d, const auto& leaf) {
+      using Leaf = std::remove_cvref_t<decltype(leaf)>;
+      const auto r = static_cast<std::int64_t>(shape(leaf).size());
+      const std::int64_t dd = d < 0 ? d + r : d;
+      return batched<Leaf, L>{dd == 0 ? leaf : movedim(leaf, dd, 0), bs, serial};
+    });
   }
 
   template <int L, class R>
