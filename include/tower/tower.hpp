@@ -12,6 +12,7 @@
 #include "dsl/pointwise.hpp"
 #include "dsl/reduce.hpp"
 #include "dsl/shape_ops.hpp"
+#include "tower/batch_fallback.hpp"
 #include "tower/error.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
