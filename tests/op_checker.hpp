@@ -146,6 +146,11 @@ auto make_in_dims(const std::array<std::int64_t, N>& d) {
   }(std::make_index_sequence<N>{});
 }
 
+template <class Op, std::size_t... I>
+constexpr bool has_jvp_rule(std::index_sequence<I...>) {
+  return requires(const Op& op, const tensor<double>& t) { op.jvp(t, ((void)I, t)..., ((void)I, t)...); };
+}
+
 /// Stacks tensors along `dim` of the result.
 inline tensor<double> stack_at(const std::vector<tensor<double>>& xs, std::int64_t dim) {
   return as_tensor(tower::stack(xs, dim));
@@ -198,7 +203,7 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
   if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(r.op)>, composite>) {
     inputs<N> t;
     for (std::size_t i = 0; i < N; ++i) t[i] = r.diff[i] ? sample(x[i].shape(), -1, 1, seed + 31 + static_cast<unsigned>(i)) : zeros<double>(x[i].shape());
-    if constexpr (requires { std::apply([&](const auto&... xi) { return r.op.jvp(y, xi..., xi...); }, x); }) {
+    if constexpr (detail_check::has_jvp_rule<std::remove_cvref_t<decltype(r.op)>>(std::make_index_sequence<N>{})) {
       const tensor<double> jt =
           as_tensor(std::apply([&](const auto&... xi) { return std::apply([&](const auto&... ti) { return r.op.jvp(y, xi..., ti...); }, t); }, x));
       const double h = fd_step;
