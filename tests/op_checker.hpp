@@ -39,15 +39,15 @@ template <std::size_t N> using sampler = std::function<inputs<N>(unsigned seed)>
 /// A row without an op struct (a composition): no rule-level JVP check.
 struct composite {};
 
-template <std::size_t N, class F, class Op = composite>
+template <std::size_t N, class F, class Op = composite, bool Scalars = false>
 struct op_row {
+  static constexpr bool scalars = Scalars;  // also run with double arguments (samples of rank 0)
   std::string name;
   F f;
   std::vector<sampler<N>> samples;
   std::array<bool, N> diff;  // which args are differentiated (index args are not)
   Op op{};
   double tol = 1e-5;        // finite-difference tolerance (relative)
-  bool scalars = false;     // also run with double arguments (samples of rank 0)
   bool floats = true;       // check the float kernels
 };
 
@@ -69,6 +69,12 @@ template <std::size_t N, class Op>
 auto prim(std::string name, Op op, std::vector<sampler<N>> s, double tol = 1e-5) {
   auto f = [op](const auto&... x) { return call_op(op, x...); };
   return op_row<N, decltype(f), Op>{std::move(name), f, std::move(s), all_diff<N>(), op, tol};
+}
+
+/// The row, also checked with double arguments on its rank-0 samples.
+template <std::size_t N, class F, class Op, bool S>
+op_row<N, F, Op, true> with_scalars(op_row<N, F, Op, S> r) {
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.floats};
 }
 
 /// Independent uniform samples of the given shapes in [lo, hi].
@@ -329,7 +335,8 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
   }
 
   // scalars: double arguments, grad and grad(grad) against finite differences, both paths.
-  if (r.scalars && y.dim() == 0) {
+  if constexpr (Row::scalars) {
+  if (y.dim() == 0) {
     bool all_scalar = true;
     for (const auto& xi : x) all_scalar = all_scalar && xi.dim() == 0;
     if (all_scalar) {
@@ -356,6 +363,7 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
         count("runtime");
       }
     }
+  }
   }
 }
 

@@ -20,9 +20,7 @@ std::vector<sampler<2>> binary(double lo, double hi) {
 
 template <class Op>
 auto binary_row(const char* name, Op op, double lo, double hi) {
-  auto r = prim<2>(name, op, binary(lo, hi));
-  r.scalars = true;
-  return r;
+  return with_scalars(prim<2>(name, op, binary(lo, hi)));
 }
 
 /// (cond, a, b) with a 0/1 condition; the condition is not differentiated.

@@ -22,10 +22,6 @@ std::vector<sampler<1>> rank1_up(double lo = -1, double hi = 1) {
 }
 std::vector<sampler<1>> rank3(double lo = -1, double hi = 1) { return {uniform<1>({shape_t{2, 3, 2}}, lo, hi)}; }
 
-tw::reduction_dims all() { return {{}, false, true}; }
-tw::reduction_dims last_keep() { return {{-1}, true, false}; }
-tw::reduction_dims first() { return {{0}, false, false}; }
-tw::reduction_dims outer_two() { return {{0, 2}, false, false}; }
 
 }  // namespace
 

@@ -18,9 +18,7 @@ std::vector<sampler<1>> unary(double lo, double hi) {
 
 template <class Op>
 auto unary_row(const char* name, Op op, double lo, double hi) {
-  auto r = prim<1>(name, op, unary(lo, hi));
-  r.scalars = true;
-  return r;
+  return with_scalars(prim<1>(name, op, unary(lo, hi)));
 }
 
 }  // namespace
