@@ -39,16 +39,16 @@ template <std::size_t N> using sampler = std::function<inputs<N>(unsigned seed)>
 /// A row without an op struct (a composition): no rule-level JVP check.
 struct composite {};
 
-template <std::size_t N, class F, class Op = composite, bool Scalars = false>
+template <std::size_t N, class F, class Op = composite, bool Scalars = false, bool Floats = true>
 struct op_row {
   static constexpr bool scalars = Scalars;  // also run with double arguments (samples of rank 0)
+  static constexpr bool floats = Floats;    // check the float kernels
   std::string name;
   F f;
   std::vector<sampler<N>> samples;
   std::array<bool, N> diff;  // which args are differentiated (index args are not)
   Op op{};
   double tol = 1e-5;        // finite-difference tolerance (relative)
-  bool floats = true;       // check the float kernels
 };
 
 template <std::size_t N>
@@ -72,9 +72,15 @@ auto prim(std::string name, Op op, std::vector<sampler<N>> s, double tol = 1e-5)
 }
 
 /// The row, also checked with double arguments on its rank-0 samples.
-template <std::size_t N, class F, class Op, bool S>
-op_row<N, F, Op, true> with_scalars(op_row<N, F, Op, S> r) {
-  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.floats};
+template <std::size_t N, class F, class Op, bool S, bool Fl>
+op_row<N, F, Op, true, Fl> with_scalars(op_row<N, F, Op, S, Fl> r) {
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol};
+}
+
+/// The row without the float-kernel check (for functions that build double constants).
+template <std::size_t N, class F, class Op, bool S, bool Fl>
+op_row<N, F, Op, S, false> doubles_only(op_row<N, F, Op, S, Fl> r) {
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol};
 }
 
 /// Independent uniform samples of the given shapes in [lo, hi].
@@ -176,7 +182,7 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
   const tensor<double> y = as_tensor(std::apply(f, x));
 
   // base: float kernels agree with double ones.
-  if (r.floats) {
+  if constexpr (Row::floats) {
     const auto yf = std::apply([&](const auto&... xi) { return f(to_float(xi)...); }, x);
     require_close(to_double(yf), y, 1e-4);
     count("base");
