@@ -1,11 +1,17 @@
 #pragma once
 // Elementwise ops: each is one row of a table (name, kernel, VJP, JVP); the batching rule is the
 // family's (functorch's BatchRulesUnaryOps / BatchRulesBinaryOps).
+//
+//   unary:       neg abs sign exp expm1 log log1p sqrt rsqrt square sin cos tan tanh sinh cosh
+//                asin acos atan sigmoid softplus relu erf reciprocal
+//   binary:      add sub mul div pow maximum minimum atan2 (broadcasting, scalars either side)
+//   comparisons: eq ne lt le gt ge (0/1 values, not differentiated), where(cond, a, b)
 #include <algorithm>
 #include <cmath>
 #include <tuple>
 
 #include "dsl/shape_ops.hpp"
+#include "tower/kernels/shape.hpp"
 #include "tower/kernels.hpp"
 #include "tower/op.hpp"
 
@@ -39,15 +45,44 @@ struct binary_pointwise {
   struct NAME##_op;            \
   inline constexpr op_fn<NAME##_op> NAME{};
 TOWER_DECLARE_OP(neg)
+TOWER_DECLARE_OP(abs)
+TOWER_DECLARE_OP(sign)
+TOWER_DECLARE_OP(exp)
+TOWER_DECLARE_OP(expm1)
+TOWER_DECLARE_OP(log)
+TOWER_DECLARE_OP(log1p)
+TOWER_DECLARE_OP(sqrt)
+TOWER_DECLARE_OP(rsqrt)
+TOWER_DECLARE_OP(square)
 TOWER_DECLARE_OP(sin)
 TOWER_DECLARE_OP(cos)
-TOWER_DECLARE_OP(exp)
-TOWER_DECLARE_OP(log)
+TOWER_DECLARE_OP(tan)
 TOWER_DECLARE_OP(tanh)
+TOWER_DECLARE_OP(sinh)
+TOWER_DECLARE_OP(cosh)
+TOWER_DECLARE_OP(asin)
+TOWER_DECLARE_OP(acos)
+TOWER_DECLARE_OP(atan)
+TOWER_DECLARE_OP(sigmoid)
+TOWER_DECLARE_OP(softplus)
+TOWER_DECLARE_OP(relu)
+TOWER_DECLARE_OP(erf)
+TOWER_DECLARE_OP(reciprocal)
 TOWER_DECLARE_OP(add)
 TOWER_DECLARE_OP(sub)
 TOWER_DECLARE_OP(mul)
 TOWER_DECLARE_OP(div)
+TOWER_DECLARE_OP(pow)
+TOWER_DECLARE_OP(maximum)
+TOWER_DECLARE_OP(minimum)
+TOWER_DECLARE_OP(atan2)
+TOWER_DECLARE_OP(eq)
+TOWER_DECLARE_OP(ne)
+TOWER_DECLARE_OP(lt)
+TOWER_DECLARE_OP(le)
+TOWER_DECLARE_OP(gt)
+TOWER_DECLARE_OP(ge)
+TOWER_DECLARE_OP(where)
 #undef TOWER_DECLARE_OP
 
 #define TOWER_UNARY_OP(NAME, KERNEL, VJP, JVP)                                                   \
@@ -64,15 +99,36 @@ TOWER_DECLARE_OP(div)
     template <class O, class X, class T>                                                        \
     auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const X& x, const T& t) const { return JVP; } \
   };
+// An op whose derivative is D(x, out): VJP g * D, JVP t * D.
+#define TOWER_UNARY_OP_D(NAME, KERNEL, D) TOWER_UNARY_OP(NAME, KERNEL, g * (D), t * (D))
 
-// name   kernel            VJP (g: output cotangent)     JVP (t: input tangent)
-TOWER_UNARY_OP(neg,  -v,              -g,                        -t)
-TOWER_UNARY_OP(sin,  std::sin(v),     g * cos(x),                t * cos(x))
-TOWER_UNARY_OP(cos,  std::cos(v),     -(g * sin(x)),             -(t * sin(x)))
-TOWER_UNARY_OP(exp,  std::exp(v),     g * out,                   t * out)
-TOWER_UNARY_OP(log,  std::log(v),     g / x,                     t / x)
-TOWER_UNARY_OP(tanh, std::tanh(v),    g * (1.0 - out * out),     t * (1.0 - out * out))
+// name         kernel                                    derivative (x: input, out: result)
+TOWER_UNARY_OP(neg,         -v,                                    -g,                       -t)
+TOWER_UNARY_OP(sign,        (v > 0) - (v < 0),                     zeros_like(g),            zeros_like(t))
+TOWER_UNARY_OP_D(abs,       std::abs(v),                           sign(x))
+TOWER_UNARY_OP_D(exp,       std::exp(v),                           out)
+TOWER_UNARY_OP_D(expm1,     std::expm1(v),                         out + 1.0)
+TOWER_UNARY_OP(log,         std::log(v),                           g / x,                    t / x)
+TOWER_UNARY_OP(log1p,       std::log1p(v),                         g / (x + 1.0),            t / (x + 1.0))
+TOWER_UNARY_OP(sqrt,        std::sqrt(v),                          g * 0.5 / out,            t * 0.5 / out)
+TOWER_UNARY_OP_D(rsqrt,     1 / std::sqrt(v),                      out * out * out * -0.5)
+TOWER_UNARY_OP_D(square,    v * v,                                 x * 2.0)
+TOWER_UNARY_OP_D(sin,       std::sin(v),                           cos(x))
+TOWER_UNARY_OP_D(cos,       std::cos(v),                           -sin(x))
+TOWER_UNARY_OP_D(tan,       std::tan(v),                           out * out + 1.0)
+TOWER_UNARY_OP_D(tanh,      std::tanh(v),                          1.0 - out * out)
+TOWER_UNARY_OP_D(sinh,      std::sinh(v),                          cosh(x))
+TOWER_UNARY_OP_D(cosh,      std::cosh(v),                          sinh(x))
+TOWER_UNARY_OP_D(asin,      std::asin(v),                          rsqrt(1.0 - x * x))
+TOWER_UNARY_OP_D(acos,      std::acos(v),                          -rsqrt(1.0 - x * x))
+TOWER_UNARY_OP_D(atan,      std::atan(v),                          reciprocal(x * x + 1.0))
+TOWER_UNARY_OP_D(sigmoid,   1 / (1 + std::exp(-v)),                out * (1.0 - out))
+TOWER_UNARY_OP_D(softplus,  v > 20 ? v : std::log1p(std::exp(v)),  sigmoid(x))
+TOWER_UNARY_OP_D(relu,      v > 0 ? v : 0,                         gt(x, 0.0))
+TOWER_UNARY_OP_D(erf,       std::erf(v),                           exp(-(x * x)) * 1.1283791670955126)
+TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
 
+#undef TOWER_UNARY_OP_D
 #undef TOWER_UNARY_OP
 
 #define TOWER_BINARY_OP(NAME, KERNEL, VJP_A, VJP_B, JVP)                                         \
@@ -90,13 +146,64 @@ TOWER_UNARY_OP(tanh, std::tanh(v),    g * (1.0 - out * out),     t * (1.0 - out 
              [[maybe_unused]] const TA& ta, [[maybe_unused]] const TB& tb) const { return JVP; } \
   };
 
+namespace detail {
+/// log(a) where a > 0 and 0 elsewhere, with a finite derivative everywhere (pow's b-derivative).
+template <class A> auto log_where_positive(const A& a) { return log(where(gt(a, 0.0), a, 1.0)); }
+/// Where the maximum's gradient goes: all of it to the larger argument, half each on ties.
+template <class A, class B> auto max_share(const A& a, const B& b) { return gt(a, b) + eq(a, b) * 0.5; }
+}  // namespace detail
+
 // name  kernel   VJP wrt a      VJP wrt b            JVP
 TOWER_BINARY_OP(add, x + y,  g,            g,                   ta + tb)
 TOWER_BINARY_OP(sub, x - y,  g,            -g,                  ta - tb)
 TOWER_BINARY_OP(mul, x * y,  g * b,        g * a,               ta * b + a * tb)
 TOWER_BINARY_OP(div, x / y,  g / b,        -(g * out / b),      (ta - out * tb) / b)
+TOWER_BINARY_OP(pow, std::pow(x, y),  g * b * pow(a, b - 1.0),  g * out * detail::log_where_positive(a),
+                ta * b * pow(a, b - 1.0) + tb * out * detail::log_where_positive(a))
+TOWER_BINARY_OP(maximum, x > y ? x : y,  g * detail::max_share(a, b),  g * detail::max_share(b, a),
+                ta * detail::max_share(a, b) + tb * detail::max_share(b, a))
+TOWER_BINARY_OP(minimum, x < y ? x : y,  g * detail::max_share(b, a),  g * detail::max_share(a, b),
+                ta * detail::max_share(b, a) + tb * detail::max_share(a, b))
+TOWER_BINARY_OP(atan2, std::atan2(x, y),  g * b / (a * a + b * b),  -(g * a) / (a * a + b * b),
+                (ta * b - tb * a) / (a * a + b * b))
 
 #undef TOWER_BINARY_OP
+
+// Comparisons: 0/1 values of the inputs' type; grad does not record them (no derivative).
+#define TOWER_COMPARE_OP(NAME, EXPR)                                                             \
+  struct NAME##_op : binary_pointwise<NAME##_op> {                                              \
+    static constexpr const char* name = #NAME;                                                  \
+    static constexpr bool differentiable = false;                                               \
+    template <class A, class B> auto base(const A& a, const B& b) const {                       \
+      return kernels::zip(#NAME, a, b, [](auto x, auto y) { return (EXPR) ? 1 : 0; });          \
+    }                                                                                           \
+  };
+TOWER_COMPARE_OP(eq, x == y)
+TOWER_COMPARE_OP(ne, x != y)
+TOWER_COMPARE_OP(lt, x < y)
+TOWER_COMPARE_OP(le, x <= y)
+TOWER_COMPARE_OP(gt, x > y)
+TOWER_COMPARE_OP(ge, x >= y)
+#undef TOWER_COMPARE_OP
+
+/// where(cond, a, b): a where cond is nonzero, else b; all three broadcast. Differentiable in a
+/// and b (cond gets a zero gradient).
+struct where_op {
+  static constexpr const char* name = "where";
+  template <class C, class A, class B> auto base(const C& c, const A& a, const B& b) const { return kernels::where(c, a, b); }
+  template <class BS, class C, class A, class B> auto batch(BS, const C& c, const A& a, const B& b) const {
+    const std::int64_t r = std::max({logical_rank(c), logical_rank(a), logical_rank(b)});
+    return call_op(*this, pad_batched(c, r), pad_batched(a, r), pad_batched(b, r));
+  }
+  template <class G, class O, class C, class A, class B>
+  auto vjp(const G& g, const O&, const C& c, const A& a, const B& b) const {
+    return std::make_tuple(zeros_like(c), sum_to_like(where(c, g, 0.0), a), sum_to_like(where(c, 0.0, g), b));
+  }
+  template <class O, class C, class A, class B, class TC, class TA, class TB>
+  auto jvp(const O&, const C& c, const A&, const B&, const TC&, const TA& ta, const TB& tb) const {
+    return where(c, ta, tb);
+  }
+};
 
 // Operators on tower values (tensors, static wrappers); dyn::value has its own in its namespace.
 template <operand A, operand B> requires(tower_value<A> || tower_value<B>)

@@ -1,6 +1,11 @@
 #pragma once
-// Reductions: sum over all or some dims (with keepdim), and the composites built on it.
+// Reductions over all dims or given dims, with keepdim: sum, prod, amax, amin (primitives with
+// their own rules), and mean, logsumexp, var, norm (composed of them).
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <numeric>
 #include <tuple>
 #include <vector>
@@ -80,6 +85,183 @@ auto sum_to_like(const G& g, const X& x) {
     return call_op(reshape_op{xs}, call_op(sum_op{dims, false, false}, g));
   }
 }
+
+/// Dims and keepdim of a reduction (all dims when `all`), shared by the reduction ops.
+struct reduction_dims {
+  std::vector<std::int64_t> dims;
+  bool keepdim = false;
+  bool all = true;
+
+  std::vector<std::int64_t> dims_for(const char* op, std::int64_t rank) const {
+    if (!all) return kernels::normalize_dims(op, dims, rank);
+    std::vector<std::int64_t> d(static_cast<std::size_t>(rank));
+    std::iota(d.begin(), d.end(), 0);
+    return d;
+  }
+  /// The shape of x with the reduced dims kept as size 1.
+  shape_t kept_shape(const char* op, const shape_t& xs) const {
+    shape_t kept = xs;
+    for (auto d : dims_for(op, static_cast<std::int64_t>(xs.size()))) kept[static_cast<std::size_t>(d)] = 1;
+    return kept;
+  }
+};
+
+/// A reduction's result (or cotangent) broadcast back to the input's shape.
+template <class G, class X>
+auto unreduce(const char* op, const reduction_dims& r, const G& g, const X& x) {
+  if constexpr (is_scalar_type_v<X>) return g;
+  else return call_op(broadcast_to_op{shape(x)}, call_op(reshape_op{r.kept_shape(op, shape(x))}, g));
+}
+
+/// Defines the batching rule every reduction shares: the logical dims shifted past the batch dim.
+template <class Op>
+struct reduction_batch_rule {
+  template <class BS, class X> auto batch(BS, const X& x) const {
+    const Op& self = static_cast<const Op&>(*this);
+    auto d = self.r.dims_for(Op::name, logical_rank(x));
+    for (auto& k : d) ++k;
+    return call_op(Op{{}, {d, self.r.keepdim, false}}, x.value);
+  }
+};
+
+/// Product over dims. The derivative is out / x (inputs must be nonzero where it is used).
+struct prod_op : reduction_batch_rule<prod_op> {
+  static constexpr const char* name = "prod";
+  reduction_dims r;
+  template <class X> auto base(const X& x) const {
+    return kernels::reduce(name, x, r.dims_for(name, rank(x)), r.keepdim, 1.0, [](double a, double v) { return a * v; });
+  }
+  template <class G, class O, class X> auto vjp(const G& g, const O& out, const X& x) const {
+    return std::make_tuple(unreduce(name, r, g * out, x) / x);
+  }
+  template <class O, class X, class T> auto jvp(const O& out, const X& x, const T& t) const {
+    return out * call_op(sum_op{r.dims, r.keepdim, r.all}, t / x);
+  }
+};
+
+/// amax / amin: the largest / smallest value over dims. The gradient is shared evenly between
+/// tied extrema (torch.amax's rule).
+template <bool Max>
+struct extremum_op : reduction_batch_rule<extremum_op<Max>> {
+  static constexpr const char* name = Max ? "amax" : "amin";
+  reduction_dims r;
+  template <class X> auto base(const X& x) const {
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    if constexpr (!kernels::is_plain_scalar_v<X>)
+      for (auto d : r.dims_for(name, x.dim()))
+        if (x.shape()[static_cast<std::size_t>(d)] == 0) throw error(std::string(name) + ": reducing an empty dim of shape " + detail::shape_str(x.shape()));
+    return kernels::reduce(name, x, r.dims_for(name, rank(x)), r.keepdim, Max ? -inf : inf,
+                           [](double a, double v) { return Max ? (v > a ? v : a) : (v < a ? v : a); });
+  }
+  /// 1 / (number of ties) where x attains the extremum, else 0.
+  template <class O, class X> auto share(const O& out, const X& x) const {
+    auto mask = eq(x, unreduce(name, r, out, x));
+    return mask / unreduce(name, r, call_op(sum_op{r.dims, r.keepdim, r.all}, mask), x);
+  }
+  template <class G, class O, class X> auto vjp(const G& g, const O& out, const X& x) const {
+    return std::make_tuple(unreduce(name, r, g, x) * share(out, x));
+  }
+  template <class O, class X, class T> auto jvp(const O& out, const X& x, const T& t) const {
+    return call_op(sum_op{r.dims, r.keepdim, r.all}, t * share(out, x));
+  }
+};
+using amax_op = extremum_op<true>;
+using amin_op = extremum_op<false>;
+
+// Public spellings: f(x) over all dims; f(x, dim, keepdim); f(x, {dims...}, keepdim).
+#define TOWER_REDUCTION_FN(NAME)                                                                            \
+  template <operand X> auto NAME(const X& x) { return call_op(NAME##_op{{}, {{}, false, true}}, x); }          \
+  template <operand X> auto NAME(const X& x, std::int64_t dim, bool keepdim = false) {                      \
+    return call_op(NAME##_op{{}, {{dim}, keepdim, false}}, x);                                                  \
+  }                                                                                                         \
+  template <operand X> auto NAME(const X& x, std::vector<std::int64_t> dims, bool keepdim = false) {        \
+    return call_op(NAME##_op{{}, {std::move(dims), keepdim, false}}, x);                                        \
+  }
+TOWER_REDUCTION_FN(prod)
+TOWER_REDUCTION_FN(amax)
+TOWER_REDUCTION_FN(amin)
+#undef TOWER_REDUCTION_FN
+
+namespace detail {
+/// Number of elements a reduction over `r` combines, for x's logical shape.
+template <class X>
+double reduced_count(const char* op, const reduction_dims& r, const X& x) {
+  const shape_t xs = shape(x);
+  double n = 1;
+  for (auto d : r.dims_for(op, static_cast<std::int64_t>(xs.size()))) n *= static_cast<double>(xs[static_cast<std::size_t>(d)]);
+  return n;
+}
+template <class X> auto sum_r(const X& x, const reduction_dims& r) { return call_op(sum_op{r.dims, r.keepdim, r.all}, x); }
+template <class X> auto amax_r(const X& x, const reduction_dims& r) { return call_op(amax_op{{}, r}, x); }
+}  // namespace detail
+
+// Reductions composed of the primitives above (their rules follow from the composition).
+#define TOWER_COMPOSITE_REDUCTION(NAME)                                                                     \
+  template <operand X> auto NAME(const X& x) { return NAME##_impl(x, reduction_dims{{}, false, true}); }   \
+  template <operand X> auto NAME(const X& x, std::int64_t dim, bool keepdim = false) {                      \
+    return NAME##_impl(x, reduction_dims{{dim}, keepdim, false});                                           \
+  }                                                                                                         \
+  template <operand X> auto NAME(const X& x, std::vector<std::int64_t> dims, bool keepdim = false) {        \
+    return NAME##_impl(x, reduction_dims{std::move(dims), keepdim, false});                                 \
+  }
+
+/// Mean over dims.
+template <class X> auto mean_impl(const X& x, const reduction_dims& r) {
+  return detail::sum_r(x, r) * (1.0 / detail::reduced_count("mean", r, x));
+}
+TOWER_COMPOSITE_REDUCTION(mean)
+
+/// log(sum(exp(x))) over dims, computed stably around the maximum.
+template <class X> auto logsumexp_impl(const X& x, const reduction_dims& r) {
+  const reduction_dims kept{r.dims, true, r.all};
+  auto m = detail::amax_r(x, kept);
+  auto s = log(detail::sum_r(exp(x - m), kept)) + m;
+  if constexpr (is_scalar_type_v<X>) {
+    return s;
+  } else {
+    const shape_t xs = shape(x);
+    const auto d = r.dims_for("logsumexp", static_cast<std::int64_t>(xs.size()));
+    shape_t out;
+    for (std::size_t k = 0; k < xs.size(); ++k)
+      if (r.keepdim) out.push_back(std::find(d.begin(), d.end(), static_cast<std::int64_t>(k)) != d.end() ? 1 : xs[k]);
+      else if (std::find(d.begin(), d.end(), static_cast<std::int64_t>(k)) == d.end()) out.push_back(xs[k]);
+    return call_op(reshape_op{out}, s);
+  }
+}
+TOWER_COMPOSITE_REDUCTION(logsumexp)
+
+/// Variance over dims with Bessel's `correction` (1: unbiased, torch's default; 0: population).
+template <operand X> auto var(const X& x, std::vector<std::int64_t> dims, bool keepdim = false, double correction = 1.0) {
+  const reduction_dims r{std::move(dims), keepdim, false}, kept{r.dims, true, false};
+  const double n = detail::reduced_count("var", r, x);
+  if (n - correction <= 0) throw error("var: " + std::to_string(n) + " elements are too few for correction " + std::to_string(correction));
+  auto d = x - mean_impl(x, kept);
+  return detail::sum_r(d * d, r) * (1.0 / (n - correction));
+}
+template <operand X> auto var(const X& x, std::int64_t dim, bool keepdim = false, double correction = 1.0) {
+  return var(x, std::vector<std::int64_t>{dim}, keepdim, correction);
+}
+template <operand X> auto var(const X& x) {
+  std::vector<std::int64_t> all(static_cast<std::size_t>(rank(x)));
+  std::iota(all.begin(), all.end(), 0);
+  return var(x, std::move(all));
+}
+
+/// Vector p-norm over dims (p = 1, 2, or infinity); ord 2 is the default, as torch.linalg.vector_norm.
+template <operand X> auto norm(const X& x, double p, std::vector<std::int64_t> dims, bool keepdim = false) {
+  const bool all = dims.empty();
+  const reduction_dims r{std::move(dims), keepdim, all};
+  if (p == 2) return sqrt(detail::sum_r(x * x, r));
+  if (p == 1) return detail::sum_r(abs(x), r) * 1.0;
+  if (std::isinf(p) && p > 0) return detail::amax_r(abs(x), r) * 1.0;
+  throw error("norm: p = " + std::to_string(p) + " is not supported (use 1, 2 or infinity)");
+}
+template <operand X> auto norm(const X& x, double p = 2.0) { return norm(x, p, std::vector<std::int64_t>{}); }
+template <operand X> auto norm(const X& x, double p, std::int64_t dim, bool keepdim = false) {
+  return norm(x, p, std::vector<std::int64_t>{dim}, keepdim);
+}
+
+#undef TOWER_COMPOSITE_REDUCTION
 
 /// Inner product of two 1-D tensors.
 template <operand X, operand Y>

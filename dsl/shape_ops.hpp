@@ -121,6 +121,17 @@ struct zeros_like_op {
   template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
 };
 
+/// A value of x's shape filled with `fill`.
+struct full_like_op {
+  static constexpr const char* name = "full_like";
+  static constexpr bool differentiable = false;
+  double fill;
+  template <class X> auto base(const X& x) const { return kernels::map(x, [v = fill](auto) { return v; }); }
+  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
+};
+
+template <operand X> auto full_like(const X& x, double fill) { return call_op(full_like_op{fill}, x); }
+
 inline constexpr op_fn<ones_like_op> ones_like{};
 inline constexpr op_fn<zeros_like_op> zeros_like{};
 

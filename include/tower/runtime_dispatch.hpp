@@ -44,7 +44,7 @@ class vmap_interpreter {
         if constexpr (requires { op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...); })
           return value(op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...));
         else
-          return value(op.batch(e_.batch_size, arg<I>(args)...));
+          return value(tower::detail::batch_rule_or_fallback(op, e_.batch_size, arg<I>(args)...));
       }();
       return dyn::wrap(transform_type::vmap, e_.level, e_.serial, std::move(phys));
     }(std::make_index_sequence<N>{});
@@ -204,12 +204,8 @@ struct functorch_table {
   static const functorch_table& get() {
     static const functorch_table t = [] {
       functorch_table r;
-      using B = bval<value, bool>;
-      if constexpr ([]<std::size_t... I>(std::index_sequence<I...>) {
-                      return has_batch_rule_v<Op, std::int64_t, decltype((void)I, B{std::declval<const value&>(), false})...> ||
-                             requires(const Op& op, const interpreter_entry& e) { op.batch_with_entry(e, std::int64_t{}, ((void)I, B{std::declval<const value&>(), false})...); };
-                    }(std::make_index_sequence<N>{}))
-        r.process[static_cast<int>(transform_type::vmap)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
+      // Every op runs under vmap: its batching rule, or the per-example fallback.
+      r.process[static_cast<int>(transform_type::vmap)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
           return vmap_interpreter(e).process(op, a);
         };
       if constexpr (!is_differentiable_v<Op> || []<std::size_t... I>(std::index_sequence<I...>) {

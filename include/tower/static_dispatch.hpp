@@ -105,9 +105,7 @@ struct vmap_interpreter {
       auto phys = op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...);
       return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
     } else {
-    static_assert(has_batch_rule_v<Op, std::int64_t, decltype(as_bval(a))...>,
-                  "tower: this op has no batching rule for vmap (the op is named in the instantiation)");
-    auto phys = op.batch(batch_size_, as_bval(a)...);
+    auto phys = detail::batch_rule_or_fallback(op, batch_size_, as_bval(a)...);
     return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
     }
   }

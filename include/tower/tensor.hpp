@@ -4,9 +4,14 @@
 //   tw::tensor<double> t({2, 3}, {1, 2, 3, 4, 5, 6});
 //   t.shape();  // {2, 3}
 //   t(1, 2);    // 6
+//   tw::tensor<double> m{{1, 2}, {3, 4}};          // nested lists
+//   tw::zeros<double>({2, 2}); tw::arange<double>(5); tw::eye<double>(3); tw::randn<double>({4}, 42);
 //
 // A rank-0 tensor is a scalar. The numerical kernels over tensors live in kernels.hpp.
 #include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -49,7 +54,13 @@ class tensor {
   }
   tensor(shape_t shape, std::initializer_list<T> data) : tensor(std::move(shape), std::vector<T>(data)) {}
   /// A 1-D tensor from a vector.
-  explicit tensor(std::vector<T> v) : tensor(shape_t{static_cast<std::int64_t>(v.size())}, std::move(v)) {}
+  explicit tensor(std::vector<T> v) : shape_{static_cast<std::int64_t>(v.size())}, data_(std::make_shared<std::vector<T>>(std::move(v))) {}
+  /// Nested initializer lists, NumPy style: tensor<double>{{1, 2}, {3, 4}} is [2, 2]. Ragged
+  /// lists raise tower::error.
+  tensor(std::initializer_list<T> v) : tensor(std::vector<T>(v)) {}
+  tensor(std::initializer_list<std::initializer_list<T>> v) { from_nested(v); }
+  tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> v) { from_nested(v); }
+  tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> v) { from_nested(v); }
 
   const shape_t& shape() const { return shape_; }
   std::int64_t dim() const { return static_cast<std::int64_t>(shape_.size()); }
@@ -83,6 +94,33 @@ class tensor {
   }
 
  private:
+  template <class L>
+  static void nested_shape(const L& l, shape_t& s, std::size_t depth) {
+    const auto n = static_cast<std::int64_t>(l.size());
+    if (s.size() <= depth) s.push_back(n);
+    else if (s[depth] != n) throw error("tensor: ragged nested initializer list (size " + std::to_string(n) +
+                                        " where " + std::to_string(s[depth]) + " was expected at depth " +
+                                        std::to_string(depth) + ")");
+    if constexpr (!std::is_same_v<L, std::initializer_list<T>>)
+      for (const auto& e : l) nested_shape(e, s, depth + 1);
+  }
+  template <class L>
+  static void nested_data(const L& l, std::vector<T>& out) {
+    if constexpr (std::is_same_v<L, std::initializer_list<T>>) out.insert(out.end(), l.begin(), l.end());
+    else for (const auto& e : l) nested_data(e, out);
+  }
+  template <class L>
+  void from_nested(const L& l) {
+    shape_t s;
+    nested_shape(l, s, 0);
+    std::vector<T> d;
+    nested_data(l, d);
+    if (static_cast<std::int64_t>(d.size()) != numel_of(s))
+      throw error("tensor: ragged nested initializer list for shape " + detail::shape_str(s));
+    shape_ = std::move(s);
+    data_ = std::make_shared<std::vector<T>>(std::move(d));
+  }
+
   std::size_t offset(std::initializer_list<std::int64_t> idx) const {
     if (static_cast<std::int64_t>(idx.size()) != dim())
       throw error("tensor index: " + std::to_string(idx.size()) + " indices for a tensor of rank " +
@@ -100,11 +138,23 @@ class tensor {
   std::shared_ptr<std::vector<T>> data_;
 };
 
+/// Prints nested brackets, NumPy style: tensor([[1, 2], [3, 4]]) (rank 0: tensor(5)).
 template <class T>
 std::ostream& operator<<(std::ostream& os, const tensor<T>& t) {
-  os << "tensor(" << detail::shape_str(t.shape()) << ", [";
-  for (std::int64_t i = 0; i < t.numel(); ++i) os << (i ? ", " : "") << t.data()[i];
-  return os << "])";
+  os << "tensor(";
+  if (t.dim() == 0) return os << t.data()[0] << ')';
+  std::int64_t i = 0;
+  auto rec = [&](auto&& self, std::size_t d) -> void {
+    os << '[';
+    for (std::int64_t k = 0; k < t.shape()[d]; ++k) {
+      if (k) os << ", ";
+      if (d + 1 == t.shape().size()) os << t.data()[i++];
+      else self(self, d + 1);
+    }
+    os << ']';
+  };
+  rec(rec, 0);
+  return os << ')';
 }
 
 template <class T>
@@ -113,6 +163,41 @@ template <class T>
 tensor<T> ones(shape_t s) { return tensor<T>(s, std::vector<T>(static_cast<std::size_t>(numel_of(s)), T(1))); }
 template <class T>
 tensor<T> full(shape_t s, T v) { return tensor<T>(s, std::vector<T>(static_cast<std::size_t>(numel_of(s)), v)); }
+
+/// 0, 1, ..., n-1 spaced by `step` from `start` (1-D).
+template <class T>
+tensor<T> arange(T start, T stop, T step = T(1)) {
+  if (step == T(0)) throw error("arange: step must not be zero");
+  std::vector<T> v;
+  for (T x = start; step > 0 ? x < stop : x > stop; x += step) v.push_back(x);
+  return tensor<T>(std::move(v));
+}
+template <class T>
+tensor<T> arange(std::int64_t n) { return arange<T>(T(0), static_cast<T>(n)); }
+
+/// n x n identity (or n x m with ones on the main diagonal).
+template <class T>
+tensor<T> eye(std::int64_t n, std::int64_t m = -1) {
+  if (m < 0) m = n;
+  tensor<T> r = zeros<T>({n, m});
+  for (std::int64_t i = 0; i < std::min(n, m); ++i) r(i, i) = T(1);
+  return r;
+}
+
+/// Standard normal samples, reproducible from `seed` (std::mt19937_64 + Box-Muller, so the same
+/// numbers on every platform).
+template <class T>
+tensor<T> randn(shape_t s, std::uint64_t seed = 0) {
+  std::mt19937_64 gen(seed);
+  auto uniform = [&] { return (static_cast<double>(gen() >> 11) + 0.5) * 0x1.0p-53; };
+  std::vector<T> v(static_cast<std::size_t>(numel_of(s)));
+  for (std::size_t i = 0; i < v.size(); i += 2) {
+    const double r = std::sqrt(-2.0 * std::log(uniform())), th = 6.283185307179586 * uniform();
+    v[i] = static_cast<T>(r * std::cos(th));
+    if (i + 1 < v.size()) v[i + 1] = static_cast<T>(r * std::sin(th));
+  }
+  return tensor<T>(std::move(s), std::move(v));
+}
 
 template <class T> struct is_tensor : std::false_type {};
 template <class T> struct is_tensor<tensor<T>> : std::true_type {};

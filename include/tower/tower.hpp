@@ -6,9 +6,13 @@
 //   namespace tw = tower;
 //   auto loss = [](auto w, auto x) { return tw::log(1.0 + tw::exp(-tw::dot(w, x))); };
 //   tw::tensor<double> G = tw::vmap(tw::grad(loss), tw::in_dims(tw::none, 0))(w, X);  // [B, d]
+#include "dsl/layout.hpp"
+#include "dsl/linalg.hpp"
+#include "dsl/nn.hpp"
 #include "dsl/pointwise.hpp"
 #include "dsl/reduce.hpp"
 #include "dsl/shape_ops.hpp"
+#include "tower/batch_fallback.hpp"
 #include "tower/error.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"

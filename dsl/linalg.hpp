@@ -1,0 +1,171 @@
+#pragma once
+// Linear algebra: matmul (batch-broadcasting, torch semantics for 1-D operands), mm, mv, bmm,
+// dot, outer, trace, solve, cholesky. The primitives (matmul, solve, cholesky) work on stacks
+// of matrices [..., n, m] with Eigen base kernels; vmap's batch dim is one more stack dim.
+#include <cstdint>
+#include <tuple>
+#include <vector>
+
+#include "dsl/layout.hpp"
+#include "dsl/pointwise.hpp"
+#include "dsl/reduce.hpp"
+#include "tower/kernels/linalg.hpp"
+#include "tower/op.hpp"
+
+namespace tower {
+
+namespace detail {
+template <class X> auto mT(const X& x) { return transpose(x, -2, -1); }
+
+/// Batching rule of a primitive on stacks of matrices: line up the logical stack dims.
+template <class Op, class A, class B>
+auto batch_matrices(const Op& op, const A& a, const B& b) {
+  const std::int64_t r = std::max(logical_rank(a), logical_rank(b));
+  return call_op(op, pad_batched(a, r), pad_batched(b, r));
+}
+
+template <class X>
+void require_rank_at_least(const char* op, const X& x, std::int64_t r) {
+  if (rank(x) < r)
+    throw error(std::string(op) + ": expected rank >= " + std::to_string(r) + ", got shape " + detail::shape_str(shape(x)));
+}
+}  // namespace detail
+
+/// Matrix product of stacks of matrices [..., n, k] x [..., k, m], stack dims broadcast.
+struct matmul_op {
+  static constexpr const char* name = "matmul";
+  template <class A, class B> auto base(const A& a, const B& b) const {
+    if constexpr (kernels::is_plain_scalar_v<A> || kernels::is_plain_scalar_v<B>) {
+      throw error("matmul: scalar operand");
+      return kernels::as_tensor<kernels::common_element_t<A, B>>(a);
+    } else {
+      return kernels::matmul(a, b);
+    }
+  }
+  template <class BS, class A, class B> auto batch(BS, const A& a, const B& b) const { return detail::batch_matrices(*this, a, b); }
+  template <class G, class O, class A, class B> auto vjp(const G& g, const O&, const A& a, const B& b) const {
+    return std::make_tuple(sum_to_like(call_op(*this, g, detail::mT(b)), a), sum_to_like(call_op(*this, detail::mT(a), g), b));
+  }
+  template <class O, class A, class B, class TA, class TB>
+  auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const {
+    return call_op(*this, ta, b) + call_op(*this, a, tb);
+  }
+};
+
+/// torch.matmul: 1-D x 1-D is a dot product, 1-D operands get a dim added (then removed), and
+/// higher ranks are stacks of matrices with broadcast stack dims.
+template <operand A, operand B> auto matmul(const A& a, const B& b) {
+  const std::int64_t ra = rank(a), rb = rank(b);
+  if (ra == 0 || rb == 0)
+    throw error("matmul: both operands need rank >= 1, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+  if (ra >= 2 && rb >= 2) return call_op(matmul_op{}, a, b);
+  auto r = ra == 1 ? (rb == 1 ? call_op(matmul_op{}, unsqueeze(a, 0), unsqueeze(b, -1)) : call_op(matmul_op{}, unsqueeze(a, 0), b))
+                   : call_op(matmul_op{}, a, unsqueeze(b, -1));
+  shape_t s = shape(r);
+  if (rb == 1) s.erase(s.end() - 1);
+  if (ra == 1) s.erase(s.end() - (rb == 1 ? 1 : 2));
+  return reshape(r, s);
+}
+
+/// Matrix x matrix ([n, k] x [k, m]).
+template <operand A, operand B> auto mm(const A& a, const B& b) {
+  if (rank(a) != 2 || rank(b) != 2)
+    throw error("mm: expected two matrices, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+  return call_op(matmul_op{}, a, b);
+}
+/// Matrix x vector ([n, k] x [k]).
+template <operand A, operand V> auto mv(const A& a, const V& v) {
+  if (rank(a) != 2 || rank(v) != 1)
+    throw error("mv: expected a matrix and a vector, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(v)));
+  return matmul(a, v);
+}
+/// Batched matrix x matrix ([b, n, k] x [b, k, m]).
+template <operand A, operand B> auto bmm(const A& a, const B& b) {
+  if (rank(a) != 3 || rank(b) != 3 || shape(a)[0] != shape(b)[0])
+    throw error("bmm: expected [b, n, k] and [b, k, m], got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+  return call_op(matmul_op{}, a, b);
+}
+/// Outer product of two vectors: [n] x [m] -> [n, m].
+template <operand A, operand B> auto outer(const A& a, const B& b) {
+  if (rank(a) != 1 || rank(b) != 1)
+    throw error("outer: expected two vectors, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+  return unsqueeze(a, 1) * unsqueeze(b, 0);
+}
+/// Sum of the diagonal of a matrix.
+template <operand X> auto trace(const X& x) {
+  const shape_t s = shape(x);
+  if (s.size() != 2) throw error("trace: expected a matrix, got shape " + detail::shape_str(s));
+  using T = std::conditional_t<is_dyn_v<X>, double, scalar_type_t<X>>;
+  return sum(x * eye<T>(s[0], s[1]));
+}
+
+/// Solution X of A X = B for square A [..., n, n] and B [..., n, k] (LU, Eigen); singular A
+/// raises tower::error.
+struct solve_op {
+  static constexpr const char* name = "solve";
+  template <class A, class B> auto base(const A& a, const B& b) const {
+    if constexpr (kernels::is_plain_scalar_v<A> || kernels::is_plain_scalar_v<B>) {
+      throw error("solve: scalar operand");
+      return kernels::as_tensor<kernels::common_element_t<A, B>>(a);
+    } else {
+      return kernels::solve(a, b);
+    }
+  }
+  template <class BS, class A, class B> auto batch(BS, const A& a, const B& b) const { return detail::batch_matrices(*this, a, b); }
+  template <class G, class O, class A, class B> auto vjp(const G& g, const O& out, const A& a, const B& b) const {
+    auto gb = call_op(*this, detail::mT(a), g);
+    return std::make_tuple(sum_to_like(-call_op(matmul_op{}, gb, detail::mT(out)), a), sum_to_like(gb, b));
+  }
+  template <class O, class A, class B, class TA, class TB>
+  auto jvp(const O& out, const A& a, const B&, const TA& ta, const TB& tb) const {
+    return call_op(*this, a, tb - call_op(matmul_op{}, ta, out));
+  }
+};
+
+/// solve(A, B) with B a matrix (stack) or a vector ([n]: the result is [n]).
+template <operand A, operand B> auto solve(const A& a, const B& b) {
+  detail::require_rank_at_least("solve", a, 2);
+  if (rank(b) == 1) return squeeze(call_op(solve_op{}, a, unsqueeze(b, -1)), -1);
+  return call_op(solve_op{}, a, b);
+}
+
+/// Lower Cholesky factor of symmetric positive-definite matrices [..., n, n] (Eigen LLT). The
+/// kernel factors the symmetric part (A + Aᵀ)/2, so derivatives are the symmetric ones.
+struct cholesky_op {
+  static constexpr const char* name = "cholesky";
+  template <class X> auto base(const X& x) const {
+    if constexpr (kernels::is_plain_scalar_v<X>) {
+      throw error("cholesky: scalar operand");
+      return kernels::as_tensor<X>(x);
+    } else {
+      return kernels::cholesky(x);
+    }
+  }
+  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
+  /// Φ: the lower triangle with the diagonal halved.
+  template <class X> static auto phi(const X& x) {
+    const std::int64_t n = shape(x).back();
+    using T = std::conditional_t<is_dyn_v<X>, double, scalar_type_t<X>>;
+    tensor<T> m = zeros<T>({n, n});
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j <= i; ++j) m(i, j) = i == j ? T(0.5) : T(1);
+    return x * m;
+  }
+  template <class G, class O, class X> auto vjp(const G& g, const O& l, const X&) const {
+    // S = L⁻ᵀ Φ(Lᵀ Ḡ) L⁻¹, gradient sym(S) (Murray 2016).
+    auto p = phi(call_op(matmul_op{}, detail::mT(l), g));
+    auto y = call_op(solve_op{}, detail::mT(l), p);
+    auto s = detail::mT(call_op(solve_op{}, detail::mT(l), detail::mT(y)));
+    return std::make_tuple((s + detail::mT(s)) * 0.5);
+  }
+  template <class O, class X, class T> auto jvp(const O& l, const X&, const T& t) const {
+    // dL = L Φ(L⁻¹ sym(dA) L⁻ᵀ).
+    auto m = call_op(solve_op{}, l, (t + detail::mT(t)) * 0.5);
+    auto inner = detail::mT(call_op(solve_op{}, l, detail::mT(m)));
+    return call_op(matmul_op{}, l, phi(inner));
+  }
+};
+
+inline constexpr op_fn<cholesky_op> cholesky{};
+
+}  // namespace tower

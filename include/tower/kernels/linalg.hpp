@@ -1,0 +1,104 @@
+#pragma once
+// Linear-algebra base kernels on tensor<T>, computed by Eigen (GEMM, LU, Cholesky) over the
+// trailing two dims, with NumPy broadcasting of the leading (batch) dims.
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+#include <Eigen/LU>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tower/kernels.hpp"
+
+namespace tower::kernels {
+
+template <class T>
+using row_matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using const_matrix_map = Eigen::Map<const row_matrix<T>>;
+template <class T>
+using matrix_map = Eigen::Map<row_matrix<T>>;
+
+/// Iterates the broadcast batch dims of two stacks of matrices: body(out_index, a_matrix, b_matrix).
+template <class Body>
+shape_t for_each_matrix_pair(const char* op, const shape_t& a, const shape_t& b, Body&& body) {
+  const shape_t ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  const shape_t batch = broadcast_shapes(op, ab, bb);
+  for_each_broadcast(batch, broadcast_strides(ab, batch), broadcast_strides(bb, batch), body);
+  return batch;
+}
+
+inline void require_matrices(const char* op, const shape_t& a, const shape_t& b) {
+  if (a.size() < 2 || b.size() < 2)
+    throw error(std::string(op) + ": expected matrices (rank >= 2), got shapes " + detail::shape_str(a) + " and " + detail::shape_str(b));
+}
+
+/// Batched matrix product [..., n, k] x [..., k, m] -> [..., n, m] (Eigen GEMM per matrix).
+template <class T>
+tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
+  require_matrices("matmul", a.shape(), b.shape());
+  const std::int64_t n = a.shape()[a.shape().size() - 2], k = a.shape().back(), k2 = b.shape()[b.shape().size() - 2],
+                     m = b.shape().back();
+  if (k != k2)
+    throw error("matmul: shapes " + detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()) +
+                " cannot be multiplied (" + std::to_string(k) + " != " + std::to_string(k2) + ")");
+  const shape_t ab(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  shape_t s = broadcast_shapes("matmul", ab, bb);
+  const std::int64_t count = numel_of(s);
+  s.push_back(n);
+  s.push_back(m);
+  std::vector<T> out(static_cast<std::size_t>(count * n * m));
+  for_each_matrix_pair("matmul", a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+    matrix_map<T>(out.data() + i * n * m, n, m).noalias() =
+        const_matrix_map<T>(a.data() + ia * n * k, n, k) * const_matrix_map<T>(b.data() + ib * k * m, k, m);
+  });
+  return tensor<T>(s, std::move(out));
+}
+
+/// Solves A X = B for square A [..., n, n] and B [..., n, k] (LU with partial pivoting);
+/// tower::error when a matrix is singular (reciprocal condition below machine epsilon).
+template <class T>
+tensor<T> solve(const tensor<T>& a, const tensor<T>& b) {
+  require_matrices("solve", a.shape(), b.shape());
+  const std::int64_t n = a.shape().back(), n2 = a.shape()[a.shape().size() - 2], nb = b.shape()[b.shape().size() - 2],
+                     k = b.shape().back();
+  if (n != n2 || nb != n)
+    throw error("solve: expected A of shape [..., n, n] and B of shape [..., n, k], got " + detail::shape_str(a.shape()) +
+                " and " + detail::shape_str(b.shape()));
+  const shape_t ab(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  shape_t s = broadcast_shapes("solve", ab, bb);
+  const std::int64_t count = numel_of(s);
+  s.push_back(n);
+  s.push_back(k);
+  std::vector<T> out(static_cast<std::size_t>(count * n * k));
+  for_each_matrix_pair("solve", a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+    const Eigen::PartialPivLU<row_matrix<T>> lu(const_matrix_map<T>(a.data() + ia * n * n, n, n));
+    if (!(lu.rcond() > std::numeric_limits<T>::epsilon()))
+      throw error("solve: matrix " + std::to_string(i) + " of A (shape " + detail::shape_str(a.shape()) + ") is singular");
+    matrix_map<T>(out.data() + i * n * k, n, k) = lu.solve(const_matrix_map<T>(b.data() + ib * n * k, n, k));
+  });
+  return tensor<T>(s, std::move(out));
+}
+
+/// Lower Cholesky factor L (A = L Lᵀ) of each symmetric positive-definite [..., n, n] matrix.
+/// The kernel factors the symmetric part (A + Aᵀ)/2, so it is a function of all entries and its
+/// derivative is the symmetric one. tower::error when a matrix is not positive definite.
+template <class T>
+tensor<T> cholesky(const tensor<T>& a) {
+  if (a.dim() < 2 || a.shape().back() != a.shape()[a.shape().size() - 2])
+    throw error("cholesky: expected square matrices [..., n, n], got shape " + detail::shape_str(a.shape()));
+  const std::int64_t n = a.shape().back(), count = a.numel() / std::max<std::int64_t>(1, n * n);
+  std::vector<T> out(static_cast<std::size_t>(a.numel()), T(0));
+  for (std::int64_t i = 0; i < count; ++i) {
+    const const_matrix_map<T> m(a.data() + i * n * n, n, n);
+    const row_matrix<T> sym = (m + m.transpose()) * T(0.5);
+    const Eigen::LLT<row_matrix<T>> llt(sym);
+    if (llt.info() != Eigen::Success)
+      throw error("cholesky: matrix " + std::to_string(i) + " of shape " + detail::shape_str(a.shape()) + " is not positive definite");
+    matrix_map<T>(out.data() + i * n * n, n, n) = llt.matrixL();
+  }
+  return tensor<T>(a.shape(), std::move(out));
+}
+
+}  // namespace tower::kernels

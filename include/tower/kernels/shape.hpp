@@ -1,0 +1,221 @@
+#pragma once
+// Base kernels for reductions, layout and indexing on plain values (double, float, tensor<T>).
+// They know nothing about transforms; the ops in dsl/ call them at the bottom of dispatch.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tower/kernels.hpp"
+
+namespace tower::kernels {
+
+/// Reduces over `dims` with `combine(acc, v)` starting from `init`; keepdim keeps them as size 1.
+template <class X, class Combine>
+auto reduce(const char* op, const X& x, std::vector<std::int64_t> dims, bool keepdim, double init, Combine combine) {
+  if constexpr (is_plain_scalar_v<X>) {
+    normalize_dims(op, dims, 0);
+    return static_cast<X>(combine(init, x));
+  } else {
+    using T = element_t<X>;
+    const auto& in = x.shape();
+    dims = normalize_dims(op, std::move(dims), x.dim());
+    shape_t kept = in;
+    for (auto d : dims) kept[static_cast<std::size_t>(d)] = 1;
+    std::vector<double> acc(static_cast<std::size_t>(numel_of(kept)), init);
+    const auto so = broadcast_strides(kept, in);
+    const T* p = x.data();
+    for_each_broadcast(in, so, so, [&](std::int64_t i, std::int64_t o, std::int64_t) {
+      acc[static_cast<std::size_t>(o)] = combine(acc[static_cast<std::size_t>(o)], static_cast<double>(p[i]));
+    });
+    shape_t res;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      const bool reduced = std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(k)) != dims.end();
+      if (!reduced || keepdim) res.push_back(kept[k]);
+    }
+    return tensor<T>(res, std::vector<T>(acc.begin(), acc.end()));
+  }
+}
+
+/// Permutes dims: result dim k is input dim perm[k].
+template <class X>
+auto permute(const X& x, std::vector<std::int64_t> perm) {
+  if constexpr (is_plain_scalar_v<X>) {
+    if (!perm.empty()) throw error("permute: " + std::to_string(perm.size()) + " dims given for a scalar");
+    return x;
+  } else {
+    using T = element_t<X>;
+    const std::int64_t r = x.dim();
+    if (static_cast<std::int64_t>(perm.size()) != r)
+      throw error("permute: " + std::to_string(perm.size()) + " dims given for a tensor of shape " + detail::shape_str(x.shape()));
+    perm = normalize_dims("permute", std::move(perm), r);
+    std::vector<std::int64_t> in_st(static_cast<std::size_t>(r), 1), st(static_cast<std::size_t>(r));
+    for (std::int64_t k = r - 1; k > 0; --k)
+      in_st[static_cast<std::size_t>(k - 1)] = in_st[static_cast<std::size_t>(k)] * x.shape()[static_cast<std::size_t>(k)];
+    shape_t out(static_cast<std::size_t>(r));
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      out[k] = x.shape()[static_cast<std::size_t>(perm[k])];
+      st[k] = in_st[static_cast<std::size_t>(perm[k])];
+    }
+    std::vector<T> data(static_cast<std::size_t>(x.numel()));
+    const T* p = x.data();
+    for_each_broadcast(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
+    return tensor<T>(out, std::move(data));
+  }
+}
+
+/// Splits a shape around `dim`: (product of dims before, size at dim, product of dims after).
+inline void outer_inner(const shape_t& s, std::int64_t dim, std::int64_t& outer, std::int64_t& inner) {
+  outer = 1;
+  inner = 1;
+  for (std::int64_t k = 0; k < dim; ++k) outer *= s[static_cast<std::size_t>(k)];
+  for (std::size_t k = static_cast<std::size_t>(dim) + 1; k < s.size(); ++k) inner *= s[k];
+}
+
+inline std::int64_t check_dim(const char* op, std::int64_t d, std::int64_t rank, const shape_t& s) {
+  if (d < -rank || d >= rank)
+    throw error(std::string(op) + ": dim " + std::to_string(d) + " out of range for shape " + detail::shape_str(s));
+  return d < 0 ? d + rank : d;
+}
+
+/// x[..., start:start+length, ...] along dim.
+template <class T>
+tensor<T> narrow(const tensor<T>& x, std::int64_t dim, std::int64_t start, std::int64_t length) {
+  dim = check_dim("narrow", dim, x.dim(), x.shape());
+  const std::int64_t n = x.shape()[static_cast<std::size_t>(dim)];
+  if (start < 0) start += n;
+  if (start < 0 || length < 0 || start + length > n)
+    throw error("narrow: range [" + std::to_string(start) + ", " + std::to_string(start + length) + ") out of bounds for dim " +
+                std::to_string(dim) + " of shape " + detail::shape_str(x.shape()));
+  std::int64_t outer, inner;
+  outer_inner(x.shape(), dim, outer, inner);
+  shape_t s = x.shape();
+  s[static_cast<std::size_t>(dim)] = length;
+  std::vector<T> out;
+  out.reserve(static_cast<std::size_t>(numel_of(s)));
+  const T* p = x.data();
+  for (std::int64_t o = 0; o < outer; ++o)
+    out.insert(out.end(), p + (o * n + start) * inner, p + (o * n + start + length) * inner);
+  return tensor<T>(s, std::move(out));
+}
+
+/// Zeros of size `total` along dim with x placed at [start, start + x.size(dim)): narrow's adjoint.
+template <class T>
+tensor<T> pad(const tensor<T>& x, std::int64_t dim, std::int64_t start, std::int64_t total) {
+  dim = check_dim("pad", dim, x.dim(), x.shape());
+  const std::int64_t n = x.shape()[static_cast<std::size_t>(dim)];
+  if (start < 0 || start + n > total)
+    throw error("pad: cannot place size " + std::to_string(n) + " at " + std::to_string(start) + " in " + std::to_string(total));
+  std::int64_t outer, inner;
+  outer_inner(x.shape(), dim, outer, inner);
+  shape_t s = x.shape();
+  s[static_cast<std::size_t>(dim)] = total;
+  std::vector<T> out(static_cast<std::size_t>(numel_of(s)), T(0));
+  const T* p = x.data();
+  for (std::int64_t o = 0; o < outer; ++o)
+    std::copy(p + o * n * inner, p + (o + 1) * n * inner, out.begin() + (o * total + start) * inner);
+  return tensor<T>(s, std::move(out));
+}
+
+/// a and b joined along dim; the other dims must agree.
+template <class T>
+tensor<T> cat(const tensor<T>& a, const tensor<T>& b, std::int64_t dim) {
+  if (a.dim() != b.dim() || a.dim() == 0)
+    throw error("cat: cannot join shapes " + detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()));
+  dim = check_dim("cat", dim, a.dim(), a.shape());
+  for (std::int64_t k = 0; k < a.dim(); ++k)
+    if (k != dim && a.shape()[static_cast<std::size_t>(k)] != b.shape()[static_cast<std::size_t>(k)])
+      throw error("cat: shapes " + detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()) +
+                  " differ outside dim " + std::to_string(dim));
+  std::int64_t outer, inner;
+  outer_inner(a.shape(), dim, outer, inner);
+  const std::int64_t na = a.shape()[static_cast<std::size_t>(dim)], nb = b.shape()[static_cast<std::size_t>(dim)];
+  shape_t s = a.shape();
+  s[static_cast<std::size_t>(dim)] = na + nb;
+  std::vector<T> out;
+  out.reserve(static_cast<std::size_t>(numel_of(s)));
+  for (std::int64_t o = 0; o < outer; ++o) {
+    out.insert(out.end(), a.data() + o * na * inner, a.data() + (o + 1) * na * inner);
+    out.insert(out.end(), b.data() + o * nb * inner, b.data() + (o + 1) * nb * inner);
+  }
+  return tensor<T>(s, std::move(out));
+}
+
+/// Validates an index value (stored as a float holding an integer) against a size.
+inline std::int64_t index_at(const char* op, double v, std::int64_t n) {
+  const auto i = static_cast<std::int64_t>(std::llround(v));
+  if (static_cast<double>(i) != v || i < -n || i >= n)
+    throw error(std::string(op) + ": index " + std::to_string(v) + " out of range for size " + std::to_string(n));
+  return i < 0 ? i + n : i;
+}
+
+/// Shared iteration of gather / scatter_add: calls body(index_pos, x_pos) for every index element.
+template <class T, class Body>
+void gather_positions(const char* op, const shape_t& xs, std::int64_t dim, const tensor<T>& index, Body&& body) {
+  const shape_t& is = index.shape();
+  if (is.size() != xs.size())
+    throw error(std::string(op) + ": index of shape " + detail::shape_str(is) + " must have the rank of the input, shape " +
+                detail::shape_str(xs));
+  dim = check_dim(op, dim, static_cast<std::int64_t>(xs.size()), xs);
+  for (std::size_t k = 0; k < xs.size(); ++k)
+    if (static_cast<std::int64_t>(k) != dim && is[k] > xs[k])
+      throw error(std::string(op) + ": index shape " + detail::shape_str(is) + " exceeds input shape " + detail::shape_str(xs) +
+                  " at dim " + std::to_string(k));
+  std::vector<std::int64_t> xst(xs.size(), 1);
+  for (std::size_t k = xs.size(); k-- > 1;) xst[k - 1] = xst[k] * xs[k];
+  const std::int64_t n = numel_of(is);
+  std::vector<std::int64_t> idx(is.size(), 0);
+  const T* ip = index.data();
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t off = 0;
+    for (std::size_t k = 0; k < is.size(); ++k)
+      off += (static_cast<std::int64_t>(k) == dim ? index_at(op, static_cast<double>(ip[i]), xs[k]) : idx[k]) * xst[k];
+    body(i, off);
+    for (std::size_t k = is.size(); k-- > 0;) {
+      if (++idx[k] < is[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+/// out[i][j] = x[index[i][j]][j] (dim 0), torch.gather semantics; the index holds integers.
+template <class T>
+tensor<T> gather(const tensor<T>& x, std::int64_t dim, const tensor<T>& index) {
+  std::vector<T> out(static_cast<std::size_t>(index.numel()));
+  const T* p = x.data();
+  gather_positions("gather", x.shape(), dim, index, [&](std::int64_t i, std::int64_t o) { out[static_cast<std::size_t>(i)] = p[o]; });
+  return tensor<T>(index.shape(), std::move(out));
+}
+
+/// self with src added at the positions gather would read: gather's adjoint.
+template <class T>
+tensor<T> scatter_add(const tensor<T>& self, std::int64_t dim, const tensor<T>& index, const tensor<T>& src) {
+  if (src.shape() != index.shape())
+    throw error("scatter_add: src of shape " + detail::shape_str(src.shape()) + " must match index shape " +
+                detail::shape_str(index.shape()));
+  tensor<T> r = self;
+  T* p = r.data();
+  const T* s = src.data();
+  gather_positions("scatter_add", self.shape(), dim, index, [&](std::int64_t i, std::int64_t o) { p[o] += s[i]; });
+  return r;
+}
+
+/// cond ? a : b elementwise, all three broadcast together.
+template <class C, class A, class B>
+auto where(const C& c, const A& a, const B& b) {
+  if constexpr (is_plain_scalar_v<C> && is_plain_scalar_v<A> && is_plain_scalar_v<B>) {
+    using T = std::common_type_t<A, B>;
+    return c != C(0) ? static_cast<T>(a) : static_cast<T>(b);
+  } else {
+    using T = std::conditional_t<is_tensor_v<A> || is_tensor_v<B>, common_element_t<A, B>, element_t<C>>;
+    const shape_t s = broadcast_shapes("where", broadcast_shapes("where", shape_of(c), shape_of(a)), shape_of(b));
+    const tensor<T> tc = kernels::broadcast_to(as_tensor<T>(c), s), ta = kernels::broadcast_to(as_tensor<T>(a), s), tb = kernels::broadcast_to(as_tensor<T>(b), s);
+    std::vector<T> out(static_cast<std::size_t>(numel_of(s)));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = tc.data()[i] != T(0) ? ta.data()[i] : tb.data()[i];
+    return tensor<T>(s, std::move(out));
+  }
+}
+
+}  // namespace tower::kernels

@@ -1,0 +1,388 @@
+// The generic, table-driven rule checker (functorch's OpInfo tests, Stan's expect_ad): every row
+// of an op table — a name, the op as a generic function of N values, samplers of inputs — is
+// checked by the same code, so a new row needs no new test code. For each sample it checks
+//
+//   base       float kernels agree with double kernels;
+//   vjp        grad (all differentiable args) against central finite differences, static path;
+//   runtime    the runtime path (std::function of dyn::value) equals the static path, for grad,
+//              every vmap and vmap(grad);
+//   jvp        for primitive rows: the op's jvp member against finite differences, and the
+//              JVP/VJP consistency <u, J v> == <Jᵀu, v> through its vjp member;
+//   vmap       against a loop over the batch, for every combination of in_dims over the args
+//              (none, 0, -1), and for vmap nested twice;
+//   vmap(grad) against a loop of grad;
+//   scalars    for rows marked so: double arguments under grad and grad(grad), both paths.
+//
+// The count of (op, rule, sample) cases is reported per rule, so a table's output says what ran.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/check.hpp"
+#include "tower/tower.hpp"
+
+namespace tower::testing {
+
+template <std::size_t N> using inputs = std::array<tensor<double>, N>;
+/// Draws one example of an op's inputs; different seeds give different values, same shapes.
+template <std::size_t N> using sampler = std::function<inputs<N>(unsigned seed)>;
+
+/// A row without an op struct (a composition): no rule-level JVP check.
+struct composite {};
+
+template <std::size_t N, class F, class Op = composite, bool Scalars = false, bool Floats = true>
+struct op_row {
+  static constexpr bool scalars = Scalars;  // also run with double arguments (samples of rank 0)
+  static constexpr bool floats = Floats;    // check the float kernels
+  std::string name;
+  F f;
+  std::vector<sampler<N>> samples;
+  std::array<bool, N> diff;  // which args are differentiated (index args are not)
+  Op op{};
+  double tol = 1e-5;        // finite-difference tolerance (relative)
+};
+
+template <std::size_t N>
+std::array<bool, N> all_diff() {
+  std::array<bool, N> d;
+  d.fill(true);
+  return d;
+}
+
+/// A row for a composition f (a generic lambda of N values).
+template <std::size_t N, class F>
+op_row<N, F> row(std::string name, F f, std::vector<sampler<N>> s, double tol = 1e-5) {
+  return {std::move(name), std::move(f), std::move(s), all_diff<N>(), {}, tol};
+}
+
+/// A row for a primitive op struct: also checks its jvp member.
+template <std::size_t N, class Op>
+auto prim(std::string name, Op op, std::vector<sampler<N>> s, double tol = 1e-5) {
+  auto f = [op](const auto&... x) { return call_op(op, x...); };
+  return op_row<N, decltype(f), Op>{std::move(name), f, std::move(s), all_diff<N>(), op, tol};
+}
+
+/// The row, also checked with double arguments on its rank-0 samples.
+template <std::size_t N, class F, class Op, bool S, bool Fl>
+op_row<N, F, Op, true, Fl> with_scalars(op_row<N, F, Op, S, Fl> r) {
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol};
+}
+
+/// The row without the float-kernel check (for functions that build double constants).
+template <std::size_t N, class F, class Op, bool S, bool Fl>
+op_row<N, F, Op, S, false> doubles_only(op_row<N, F, Op, S, Fl> r) {
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol};
+}
+
+/// Independent uniform samples of the given shapes in [lo, hi].
+template <std::size_t N>
+sampler<N> uniform(std::array<shape_t, N> shapes, double lo = -1, double hi = 1) {
+  return [=](unsigned seed) {
+    inputs<N> r;
+    for (std::size_t i = 0; i < N; ++i) r[i] = sample(shapes[i], lo, hi, seed * 7919u + static_cast<unsigned>(i) * 131u + 1u);
+    return r;
+  };
+}
+
+struct case_counter {
+  std::map<std::string, int> per_rule;
+  int total() const {
+    int n = 0;
+    for (const auto& [k, v] : per_rule) n += v;
+    return n;
+  }
+  void report(const std::string& table) const {
+    std::string s = table + " op rule checker: " + std::to_string(total()) + " (op, rule, sample) cases:";
+    for (const auto& [k, v] : per_rule) s += " " + k + "=" + std::to_string(v);
+    WARN(s);
+  }
+};
+inline case_counter& counter() {
+  static case_counter c;
+  return c;
+}
+inline void count(const char* rule) { ++counter().per_rule[rule]; }
+
+namespace detail_check {
+
+inline tensor<float> to_float(const tensor<double>& t) { return tensor<float>(t.shape(), std::vector<float>(t.values().begin(), t.values().end())); }
+inline tensor<double> to_double(const tensor<float>& t) { return tensor<double>(t.shape(), std::vector<double>(t.values().begin(), t.values().end())); }
+inline tensor<double> to_double(float x) { return tensor<double>(static_cast<double>(x)); }
+
+inline double inner(const tensor<double>& a, const tensor<double>& b) {
+  REQUIRE(a.shape() == b.shape());
+  double s = 0;
+  for (std::int64_t i = 0; i < a.numel(); ++i) s += a.data()[i] * b.data()[i];
+  return s;
+}
+
+template <std::size_t N, class R>
+inputs<N> grads_array(const R& r) {
+  if constexpr (!requires { std::tuple_size<R>::value; }) return {as_tensor(r)};
+  else return std::apply([](const auto&... g) { return inputs<N>{as_tensor(g)...}; }, r);
+}
+
+/// f as a type-erased function of N dyn::values (the runtime path).
+template <std::size_t N, class F>
+auto erase(F f) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::function<dyn::value(std::conditional_t<true, dyn::value, std::integral_constant<std::size_t, I>>...)>(
+        [f](const auto&... v) { return dyn::value(f(v...)); });
+  }(std::make_index_sequence<N>{});
+}
+
+template <std::size_t N, class F>
+auto grad_all(F f) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) { return tower::grad(std::move(f), argnums<static_cast<int>(I)...>); }(
+      std::make_index_sequence<N>{});
+}
+
+template <unsigned M, std::size_t I>
+auto pick_dim(std::int64_t d) {
+  if constexpr (((M >> I) & 1u) != 0) return d;
+  else return none;
+}
+template <unsigned M, std::size_t N>
+auto make_in_dims(const std::array<std::int64_t, N>& d) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return in_dims_t<std::conditional_t<((M >> I) & 1u) != 0, std::int64_t, none_t>...>{{pick_dim<M, I>(d[I])...}};
+  }(std::make_index_sequence<N>{});
+}
+
+template <class Op, std::size_t... I>
+constexpr bool has_jvp_rule(std::index_sequence<I...>) {
+  return requires(const Op& op, const tensor<double>& t) { op.jvp(t, ((void)I, t)..., ((void)I, t)...); };
+}
+
+/// Stacks tensors along `dim` of the result.
+inline tensor<double> stack_at(const std::vector<tensor<double>>& xs, std::int64_t dim) {
+  return as_tensor(tower::stack(xs, dim));
+}
+
+}  // namespace detail_check
+
+template <class Row, std::size_t N>
+void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
+  using namespace detail_check;
+  const auto& f = r.f;
+  const inputs<N> x = draw(seed);
+  std::string shapes;
+  for (const auto& xi : x) shapes += tower::detail::shape_str(xi.shape()) + " ";
+  INFO("op " << r.name << ", sample shapes " << shapes);
+
+  const tensor<double> y = as_tensor(std::apply(f, x));
+
+  // base: float kernels agree with double ones.
+  if constexpr (Row::floats) {
+    const auto yf = std::apply([&](const auto&... xi) { return f(to_float(xi)...); }, x);
+    require_close(to_double(yf), y, 1e-4);
+    count("base");
+  }
+
+  // vjp: grad of <f(x), w> against central finite differences; runtime path equals static.
+  const tensor<double> w = sample(y.shape(), -1, 1, seed + 97);
+  auto loss = [f, w](const auto&... xi) { return tower::sum(f(xi...) * w); };
+  const inputs<N> g = grads_array<N>(std::apply(grad_all<N>(loss), x));
+  for (std::size_t i = 0; i < N; ++i) {
+    if (!r.diff[i]) continue;
+    INFO("gradient wrt argument " << i);
+    const tensor<double> fd = fd_grad(
+        [&](const tensor<double>& v) {
+          inputs<N> xv = x;
+          xv[i] = v;
+          return as_tensor(std::apply(loss, xv)).item();
+        },
+        x[i]);
+    require_close(g[i], fd, r.tol);
+    count("vjp");
+  }
+  const auto loss_rt = erase<N>(loss);
+  const inputs<N> gr = grads_array<N>(std::apply(grad_all<N>(loss_rt), x));
+  for (std::size_t i = 0; i < N; ++i)
+    if (r.diff[i]) require_close(gr[i], g[i], 1e-12);
+  count("runtime");
+
+  // jvp: the op's own rule, called on plain values.
+  if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(r.op)>, composite>) {
+    inputs<N> t;
+    for (std::size_t i = 0; i < N; ++i) t[i] = r.diff[i] ? sample(x[i].shape(), -1, 1, seed + 31 + static_cast<unsigned>(i)) : zeros<double>(x[i].shape());
+    if constexpr (detail_check::has_jvp_rule<std::remove_cvref_t<decltype(r.op)>>(std::make_index_sequence<N>{})) {
+      const tensor<double> jt =
+          as_tensor(std::apply([&](const auto&... xi) { return std::apply([&](const auto&... ti) { return r.op.jvp(y, xi..., ti...); }, t); }, x));
+      const double h = fd_step;
+      inputs<N> xp = x, xm = x;
+      for (std::size_t i = 0; i < N; ++i) {
+        xp[i] = as_tensor(x[i] + t[i] * h);
+        xm[i] = as_tensor(x[i] - t[i] * h);
+      }
+      const tensor<double> fd = as_tensor((std::apply(f, xp) - std::apply(f, xm)) * (1 / (2 * h)));
+      {
+        INFO("jvp rule against finite differences");
+        require_close(jt, fd, r.tol);
+      }
+      count("jvp");
+      const tensor<double> u = sample(y.shape(), -1, 1, seed + 53);
+      const inputs<N> vt = grads_array<N>(std::apply([&](const auto&... xi) { return r.op.vjp(u, y, xi...); }, x));
+      double rhs = 0;
+      for (std::size_t i = 0; i < N; ++i)
+        if (r.diff[i]) rhs += inner(vt[i], t[i]);
+      INFO("<u, J v> against <J^T u, v>");
+      require_close(inner(u, jt), rhs, 1e-9);
+      count("jvp/vjp");
+    }
+  }
+
+  // vmap: every combination of in_dims (none, 0, -1), against a loop over the batch.
+  constexpr std::int64_t B = 3;
+  std::vector<inputs<N>> ex;
+  for (std::int64_t b = 0; b < B; ++b) ex.push_back(draw(seed + 1000 + static_cast<unsigned>(b)));
+  [&]<unsigned... Mm1>(std::integer_sequence<unsigned, Mm1...>) {
+    (
+        [&] {
+          constexpr unsigned M = Mm1 + 1;
+          const int k = std::popcount(M);
+          for (int c = 0; c < (1 << k); ++c) {
+            std::array<std::int64_t, N> dims{};
+            std::string desc;
+            for (std::size_t i = 0, j = 0; i < N; ++i) {
+              if ((M >> i) & 1u) {
+                dims[i] = ((c >> j++) & 1) ? -1 : 0;
+                desc += std::to_string(dims[i]) + " ";
+              } else {
+                desc += "none ";
+              }
+            }
+            INFO("vmap in_dims " << desc);
+            inputs<N> in;
+            for (std::size_t i = 0; i < N; ++i) {
+              if ((M >> i) & 1u) {
+                std::vector<tensor<double>> col;
+                for (const auto& e : ex) col.push_back(e[i]);
+                in[i] = stack_at(col, dims[i]);
+              } else {
+                in[i] = ex[0][i];
+              }
+            }
+            std::vector<tensor<double>> rows;
+            for (std::int64_t b = 0; b < B; ++b) {
+              inputs<N> xb;
+              for (std::size_t i = 0; i < N; ++i) xb[i] = ((M >> i) & 1u) ? ex[static_cast<std::size_t>(b)][i] : ex[0][i];
+              rows.push_back(as_tensor(std::apply(f, xb)));
+            }
+            const tensor<double> expect = stack(rows);
+            const auto ind = make_in_dims<M, N>(dims);
+            require_close(as_tensor(std::apply(tower::vmap(f, ind), in)), expect, 1e-12);
+            count("vmap");
+            require_close(as_tensor(std::apply(tower::vmap(erase<N>(f), ind), in)), expect, 1e-12);
+            count("runtime");
+          }
+        }(),
+        ...);
+  }(std::make_integer_sequence<unsigned, (1u << N) - 1>{});
+
+  // vmap nested twice (every arg batched at dim 0 at both levels).
+  {
+    INFO("vmap(vmap(f))");
+    constexpr std::int64_t B1 = 2, B2 = 3;
+    std::vector<inputs<N>> ex2;
+    for (std::int64_t b = 0; b < B1 * B2; ++b) ex2.push_back(draw(seed + 2000 + static_cast<unsigned>(b)));
+    inputs<N> in;
+    for (std::size_t i = 0; i < N; ++i) {
+      std::vector<tensor<double>> outer;
+      for (std::int64_t b1 = 0; b1 < B1; ++b1) {
+        std::vector<tensor<double>> inner_;
+        for (std::int64_t b2 = 0; b2 < B2; ++b2) inner_.push_back(ex2[static_cast<std::size_t>(b1 * B2 + b2)][i]);
+        outer.push_back(stack(inner_));
+      }
+      in[i] = stack(outer);
+    }
+    std::vector<tensor<double>> outer;
+    for (std::int64_t b1 = 0; b1 < B1; ++b1) {
+      std::vector<tensor<double>> inner_;
+      for (std::int64_t b2 = 0; b2 < B2; ++b2) inner_.push_back(as_tensor(std::apply(f, ex2[static_cast<std::size_t>(b1 * B2 + b2)])));
+      outer.push_back(stack(inner_));
+    }
+    const tensor<double> expect = stack(outer);
+    require_close(as_tensor(std::apply(tower::vmap(tower::vmap(f)), in)), expect, 1e-12);
+    count("vmap2");
+    require_close(as_tensor(std::apply(tower::vmap(tower::vmap(erase<N>(f))), in)), expect, 1e-12);
+    count("runtime");
+  }
+
+  // vmap(grad): per-example gradients against a loop of grad, both paths.
+  {
+    INFO("vmap(grad(f))");
+    inputs<N> in;
+    for (std::size_t i = 0; i < N; ++i) {
+      std::vector<tensor<double>> col;
+      for (const auto& e : ex) col.push_back(e[i]);
+      in[i] = stack(col);
+    }
+    const inputs<N> pg = grads_array<N>(std::apply(tower::vmap(grad_all<N>(loss)), in));
+    const inputs<N> pr = grads_array<N>(std::apply(tower::vmap(grad_all<N>(loss_rt)), in));
+    for (std::size_t i = 0; i < N; ++i) {
+      if (!r.diff[i]) continue;
+      std::vector<tensor<double>> rows;
+      for (const auto& e : ex) rows.push_back(grads_array<N>(std::apply(grad_all<N>(loss), e))[i]);
+      require_close(pg[i], stack(rows), 1e-12);
+      require_close(pr[i], pg[i], 1e-12);
+    }
+    count("vmap(grad)");
+    count("runtime");
+  }
+
+  // scalars: double arguments, grad and grad(grad) against finite differences, both paths.
+  if constexpr (Row::scalars) {
+  if (y.dim() == 0) {
+    bool all_scalar = true;
+    for (const auto& xi : x) all_scalar = all_scalar && xi.dim() == 0;
+    if (all_scalar) {
+      std::array<double, N> xs;
+      for (std::size_t i = 0; i < N; ++i) xs[i] = x[i].item();
+      auto fs = [f](auto... v) { return f(v...) * 1.0; };
+      const inputs<N> gs = grads_array<N>(std::apply(grad_all<N>(fs), xs));
+      for (std::size_t i = 0; i < N; ++i) {
+        std::array<double, N> xp = xs, xm = xs;
+        xp[i] += fd_step;
+        xm[i] -= fd_step;
+        require_close(gs[i].item(), (as_tensor(std::apply(f, xp)).item() - as_tensor(std::apply(f, xm)).item()) / (2 * fd_step), r.tol);
+      }
+      count("scalar grad");
+      const inputs<N> gsr = grads_array<N>(std::apply(grad_all<N>(erase<N>(fs)), xs));
+      for (std::size_t i = 0; i < N; ++i) require_close(gsr[i].item(), gs[i].item(), 1e-12);
+      count("runtime");
+      if constexpr (N == 1) {
+        const double dd = tower::grad(tower::grad(fs))(xs[0]);
+        auto d1 = [&](double v) { return static_cast<double>(tower::grad(fs)(v)); };
+        require_close(dd, (d1(xs[0] + 1e-5) - d1(xs[0] - 1e-5)) / 2e-5, 1e-4);
+        count("grad(grad)");
+        require_close(tower::grad(tower::grad(erase<1>(fs)))(xs[0]).item(), dd, 1e-12);
+        count("runtime");
+      }
+    }
+  }
+  }
+}
+
+/// Checks every sample of every row of a table (a std::tuple of rows).
+template <class Table>
+void check_table(const Table& table) {
+  std::apply([](const auto&... row) {
+    (
+        [&] {
+          for (std::size_t s = 0; s < row.samples.size(); ++s) check_sample(row, row.samples[s], static_cast<unsigned>(s + 1));
+        }(),
+        ...);
+  }, table);
+}
+
+}  // namespace tower::testing
