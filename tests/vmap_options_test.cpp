@@ -47,3 +47,19 @@ TEST_CASE("randomness: error by default, same or different on request, on both p
   // Under grad a random op is a constant.
   require_close(tw::grad([](auto x) { return x * 2.0 + tw::randn_like(x); })(1.0), 2.0, 0);
 }
+
+TEST_CASE("chunk_size gives the same results, for tuple outputs, out_dims and both paths") {
+  const tensor<double> X = sample({7, 3}, -1, 1, 11), w = sample({3}, -1, 1, 12);
+  auto f = [](auto x, auto v) { return std::make_tuple(tw::sum(tw::sin(x) * v), x * 2.0); };
+  const auto [a, b] = tw::vmap(f, tw::in_dims(0, tw::none))(X, w);
+  const auto [ca, cb] = tw::vmap(f, tw::in_dims(0, tw::none), tw::chunk_size(3))(X, w);
+  require_close(ca, a, 0);
+  require_close(cb, b, 0);
+  // per-example gradients in chunks, batch along dim 1 of the output
+  auto g = tw::grad([](auto x, auto v) { return tw::sum(tw::sin(x) * v); });
+  const tensor<double> G = tw::vmap(g, tw::in_dims(0, tw::none), tw::out_dims(1))(X, w);
+  const tensor<double> Gc = tw::vmap(g, tw::in_dims(0, tw::none), tw::out_dims(1), tw::chunk_size(2))(X, w);
+  require_close(Gc, G, 0);
+  std::function<value(value)> fr = [](value x) { return tw::sum(tw::sin(x)); };
+  require_close(tw::vmap(fr, tw::chunk_size(4))(X).to_tensor(), tw::vmap(fr)(X).to_tensor(), 0);
+}

@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "dsl/layout.hpp"
 #include "dsl/shape_ops.hpp"
 #include "tower/dyn_value.hpp"
 #include "tower/grad_mode.hpp"
@@ -75,9 +76,8 @@ inline std::unordered_map<const grad_node*, value> backward(const value& out, co
 
 /// vmap on the runtime path. `in_dims[i]` empty means not batched.
 template <class Call, std::size_t N>
-auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
-              const std::vector<std::int64_t>& out_dims, const std::array<value, N>& args,
-              randomness_kind randomness = randomness_kind::error) {
+auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
+                   const std::vector<std::int64_t>& out_dims, const std::array<value, N>& args, randomness_kind randomness) {
   const int level = top_live_level() + 1;
   interpreter_scope scope(transform_type::vmap, level);
   scope.entry().randomness = randomness;
@@ -107,6 +107,44 @@ auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>
       return std::make_tuple(detail::unbatch(std::get<K>(r), out_dim(K), bs, level, serial)...);
     }(std::make_index_sequence<std::tuple_size_v<decltype(r)>>{});
   }
+}
+
+/// vmap on the runtime path; with chunk_size, a chunk of the batch at a time.
+template <class Call, std::size_t N>
+auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
+              const std::vector<std::int64_t>& out_dims, const std::array<value, N>& args,
+              randomness_kind randomness = randomness_kind::error, std::int64_t chunk_size = 0) {
+  if (chunk_size > 0) {
+    std::int64_t bs = -1;
+    std::string first;
+    for (std::size_t i = 0; i < N; ++i)
+      if (in_dims[i]) tower::detail::merge_batch_size(i, *in_dims[i], args[i].shape(), bs, first);
+    if (bs > chunk_size) {
+      using R = decltype(run_vmap_once(call, in_dims, out_dims, args, randomness));
+      std::vector<R> parts;
+      for (std::int64_t start = 0; start < bs; start += chunk_size) {
+        std::array<value, N> slice = args;
+        for (std::size_t i = 0; i < N; ++i)
+          if (in_dims[i]) slice[i] = narrow(args[i], *in_dims[i], start, std::min(chunk_size, bs - start));
+        parts.push_back(run_vmap_once(call, in_dims, out_dims, slice, randomness));
+      }
+      auto join = [&](auto get, std::size_t k) {
+        std::vector<value> xs;
+        for (const auto& p : parts) xs.push_back(get(p));
+        const std::int64_t d = out_dims.empty() ? 0 : out_dims.size() == 1 ? out_dims[0] : out_dims.at(k);
+        const auto r = static_cast<std::int64_t>(xs.front().shape().size());
+        return cat(xs, d < 0 ? d + r : d);
+      };
+      if constexpr (std::is_same_v<R, value>) {
+        return join([](const value& p) { return p; }, 0);
+      } else {
+        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return R{join([](const R& p) { return std::get<K>(p); }, K)...};
+        }(std::make_index_sequence<std::tuple_size_v<R>>{});
+      }
+    }
+  }
+  return run_vmap_once(call, in_dims, out_dims, args, randomness);
 }
 
 /// The parts of a runtime grad call: gradients (in argnums order), value, aux.

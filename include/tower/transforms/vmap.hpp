@@ -7,12 +7,15 @@
 // On the static path each batched argument becomes batched<P, L> (batch moved to dim 0) and
 // every op inside f runs its batching rule; outputs get the batch moved to out_dims (default 0).
 // An output that does not depend on the batch is broadcast along it, as in functorch.
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
+#include "dsl/layout.hpp"
 #include "dsl/shape_ops.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/pytree.hpp"
@@ -72,6 +75,16 @@ auto map_in_dim(const D& d, const X& x, F&& f) {
   }
 }
 
+/// Concatenates one output of every chunk along its batch dim.
+template <class T, class P, class Get>
+T cat_chunks(const std::vector<P>& parts, Get get, std::int64_t out_dim) {
+  static_assert(is_leaf_v<T>, "vmap: chunk_size supports outputs that are tensors or tuples of tensors");
+  std::vector<T> xs;
+  for (const auto& p : parts) xs.push_back(get(p));
+  const auto r = static_cast<std::int64_t>(shape(xs.front()).size());
+  return cat(xs, out_dim < 0 ? out_dim + r : out_dim);
+}
+
 /// Brings a static vmap's output back to plain form: batch at out_dim.
 template <int L, class R>
 auto unbatch(const R& r, std::int64_t out_dim, std::int64_t bs, std::uint64_t serial) {
@@ -111,7 +124,7 @@ struct vmap_transform {
     } else {
       static_assert((is_pytree_v<A> && ...), "vmap: arguments must be numbers, tensors or pytrees of them");
       constexpr int L = pytree_level<A...>() + 1;
-      return detail::run_at_level<L, Floor>("vmap", [&](auto level) { return run<decltype(level)::value>(a...); });
+      return detail::run_at_level<L, Floor>("vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
     }
   }
 
@@ -132,7 +145,35 @@ struct vmap_transform {
     std::vector<std::int64_t> outs;
     std::apply([&](auto... o) { (outs.push_back(o), ...); }, out.dims);
     auto call = [&](const std::array<dyn::value, N>& w) { return std::apply(f, w); };
-    return dyn::run_vmap(call, dims, outs, std::array<dyn::value, N>{runtime::detail::to_value(a)...}, opts.randomness);
+    return dyn::run_vmap(call, dims, outs, std::array<dyn::value, N>{runtime::detail::to_value(a)...}, opts.randomness,
+                         opts.chunk_size);
+  }
+
+  /// With chunk_size, runs the batch a chunk at a time and concatenates the outputs.
+  template <int L, class... A>
+  auto run_chunked(const A&... a) const {
+    if (opts.chunk_size <= 0) return run<L>(a...);
+    std::int64_t bs = -1;
+    std::string first;
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (find_batch_size<I>(a, bs, first), ...); }(std::index_sequence_for<A...>{});
+    if (bs <= opts.chunk_size) return run<L>(a...);
+    using R = decltype(run<L>(a...));
+    std::vector<R> parts;
+    for (std::int64_t start = 0; start < bs; start += opts.chunk_size) {
+      const std::int64_t len = std::min(opts.chunk_size, bs - start);
+      parts.push_back([&]<std::size_t... I>(std::index_sequence<I...>) {
+        return run<L>(detail::map_in_dim(detail::in_dim_at<InDims, I>(in), a,
+                                         [&](std::int64_t d, const auto& leaf) { return narrow(leaf, d, start, len); })...);
+      }(std::index_sequence_for<A...>{}));
+    }
+    if constexpr (requires { std::tuple_size<R>::value; }) {
+      return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return R{detail::cat_chunks<std::tuple_element_t<K, R>>(parts, [](const R& p) -> const auto& { return std::get<K>(p); },
+                                                                detail::out_dim_at<OutDims, K>(out))...};
+      }(std::make_index_sequence<std::tuple_size_v<R>>{});
+    } else {
+      return detail::cat_chunks<R>(parts, [](const R& p) -> const R& { return p; }, detail::out_dim_at<OutDims, 0>(out));
+    }
   }
 
   template <int L, class... A>
