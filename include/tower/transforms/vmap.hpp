@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "dsl/shape_ops.hpp"
+#include "tower/diagnostics.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/static_values.hpp"
 #include "tower/transforms/batch_size.hpp"
@@ -68,9 +69,9 @@ struct vmap_transform {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    static_assert(std::tuple_size_v<decltype(in.dims)> == 0 || std::tuple_size_v<decltype(in.dims)> == sizeof...(A),
-                  "vmap: in_dims must have one entry per argument of f");
-    if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
+    if constexpr (!decltype(check<A...>())::value) {
+      return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
+    } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
     } else {
       constexpr int L = detail::predicted_level<A...>();
@@ -79,6 +80,30 @@ struct vmap_transform {
   }
 
  private:
+  /// The static checks, before anything else is instantiated: std::true_type, or std::false_type
+  /// after reporting the first failure as the compiler's first error line.
+  template <class... A>
+  static constexpr auto check() {
+    if constexpr (!decltype(diagnostics::check_vmap_args<InDims, A...>())::value) return std::false_type{};
+    else if constexpr (!decltype(diagnostics::check_callable<"vmap", F, traced_t<A...>, A...>())::value) return std::false_type{};
+    else return diagnostics::check_vmap_result<OutDims, diagnostics::traced_result_t<F, traced_t<A...>>>();
+  }
+
+  /// The argument types f is called with: std::tuple of exact reference types.
+  template <class... A>
+  static auto traced() {
+    if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
+      return std::type_identity<std::tuple<const std::conditional_t<true, dyn::value, A>&...>>{};
+    } else {
+      constexpr int L = detail::predicted_level<A...>();
+      return []<std::size_t... I>(std::index_sequence<I...>) {
+        return std::type_identity<std::tuple<decltype(std::declval<const vmap_transform&>().template wrap<L, I>(
+            std::declval<const A&>(), std::int64_t{}, std::uint64_t{}))&...>>{};
+      }(std::index_sequence_for<A...>{});
+    }
+  }
+  template <class... A> using traced_t = typename decltype(traced<A...>())::type;
+
   template <class... A>
   auto run_runtime(const A&... a) const {
     constexpr std::size_t N = sizeof...(A);
