@@ -22,15 +22,6 @@
 
 namespace tower {
 
-/// True when vmap must not fall back to the per-example loop for Op (static path).
-template <class Op>
-inline constexpr bool strict_vmap_v =
-#ifdef TOWER_STRICT_VMAP
-    true;
-#else
-    requires { Op::strict_vmap; } && Op::strict_vmap;
-#endif
-
 namespace detail {
 
 /// Instantiated only to fail: the op's type appears in the diagnostic's first line.

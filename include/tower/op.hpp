@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tower/diagnostics.hpp"
 #include "tower/op_traits.hpp"
 #include "tower/static_dispatch.hpp"
 #include "tower/static_values.hpp"
@@ -12,12 +13,15 @@
 namespace tower {
 
 /// A value an op accepts: arithmetic scalars, tensors, static wrappers and runtime values.
+/// (diagnostics::failed, the result of an op whose static check failed, passes through every op
+/// silently, so the user sees one error, not one per later op.)
 template <class X>
-concept operand = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X>;
+concept operand = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X> ||
+                  diagnostics::is_failed_v<X>;
 
 /// A value that is tower's (not a bare arithmetic scalar): operators are defined for these.
 template <class X>
-concept tower_value = is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X>;
+concept tower_value = is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X> || diagnostics::is_failed_v<X>;
 
 namespace detail {
 template <class X>
@@ -32,7 +36,9 @@ dyn::value runtime_call(const Op& op, const A&... a);  // runtime_dispatch.hpp
 /// Runs `op` on the arguments through the interpreter stack.
 template <class Op, class... A>
 auto call_op(const Op& op, const A&... a) {
-  if constexpr ((is_dyn_v<A> || ...)) return detail::runtime_call(op, detail::as_operand(a)...);
+  if constexpr ((diagnostics::is_failed_v<A> || ...)) return diagnostics::failed{};
+  else if constexpr ((is_dyn_v<A> || ...)) return detail::runtime_call(op, detail::as_operand(a)...);
+  else if constexpr (!decltype(diagnostics::check_element_types<Op, A...>())::value) return diagnostics::failed{};
   else return dispatch_static(op, detail::as_operand(a)...);
 }
 

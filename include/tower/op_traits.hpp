@@ -36,6 +36,18 @@ inline constexpr bool has_batch_rule_v = requires(const Op& op, BS bs, B... b) {
 template <class Op, class Out, class... X>
 inline constexpr bool has_vjp_rule_v = requires(const Op& op, const Out& g, const X&... x) { op.vjp(g, g, x...); };
 
+/// True when vmap must not fall back to the per-example loop for Op (static path).
+template <class Op>
+inline constexpr bool strict_vmap_v =
+#ifdef TOWER_STRICT_VMAP
+    true;
+#else
+    [] {
+      if constexpr (requires { Op::strict_vmap; }) return static_cast<bool>(Op::strict_vmap);
+      else return false;
+    }();
+#endif
+
 namespace detail {
 // Defined by the op vocabulary (dsl/): the engine uses them to accumulate adjoints.
 template <class A, class B> auto add_values(const A& a, const B& b);

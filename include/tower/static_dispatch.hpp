@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tower/diagnostics.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/op_traits.hpp"
@@ -104,9 +105,12 @@ struct vmap_interpreter {
       // Ops that depend on the vmap's options (random ops and randomness=).
       auto phys = op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...);
       return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
+    } else if constexpr (strict_vmap_v<Op> && !decltype(diagnostics::check_batch_rule<Op, decltype(as_bval(a))...>())::value) {
+      return diagnostics::failed{};  // reported: "op <name> has no batching rule for transform vmap"
     } else {
-    auto phys = detail::batch_rule_or_fallback(op, batch_size_, as_bval(a)...);
-    return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
+      // The op's batching rule, or the per-example fallback (batch_fallback.hpp).
+      auto phys = detail::batch_rule_or_fallback(op, batch_size_, as_bval(a)...);
+      return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
     }
   }
 
@@ -180,11 +184,11 @@ struct grad_interpreter {
       if (tape_ && grad_enabled_at(L)) {
         auto parents = std::make_tuple(lift(a).second...);
         const bool tracked = std::apply([](auto... p) { return ((p != nullptr) || ...); }, parents);
-        if (tracked) {
-          static_assert(has_vjp_rule_v<Op, Out, std::remove_cvref_t<decltype(primal(a))>...>,
-                        "tower: this op has no VJP rule, so grad cannot differentiate it");
-          using Node = detail::op_node<Op, Out, std::tuple<std::remove_cvref_t<decltype(primal(a))>...>, decltype(parents)>;
-          r.node = tape_->template make<Node>(op, r.primal, std::make_tuple(primal(a)...), parents);
+        if constexpr (decltype(diagnostics::check_vjp_rule<Op, Out, std::remove_cvref_t<decltype(primal(a))>...>())::value) {
+          if (tracked) {
+            using Node = detail::op_node<Op, Out, std::tuple<std::remove_cvref_t<decltype(primal(a))>...>, decltype(parents)>;
+            r.node = tape_->template make<Node>(op, r.primal, std::make_tuple(primal(a)...), parents);
+          }
         }
       }
     }
@@ -259,8 +263,8 @@ struct jvp_interpreter {
 template <class Stack, class Op, class... A>
 auto dispatch_functorch(const Op& op, const A&... a) {
   if constexpr (hana::is_empty(Stack{})) {
-    static_assert(has_base_kernel_v<Op, A...>, "tower: this op has no base kernel for these argument types");
-    return op.base(a...);
+    if constexpr (!decltype(diagnostics::check_base_kernel<Op, A...>())::value) return diagnostics::failed{};
+    else return op.base(a...);
   } else {
     using Top = typename decltype(+hana::back(Stack{}))::type;
     return Top::from_args(a...).process(op, a...);

@@ -16,6 +16,7 @@
 
 #include "dsl/shape_ops.hpp"
 #include "tower/bridge.hpp"
+#include "tower/diagnostics.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/static_tape.hpp"
@@ -54,12 +55,9 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    static_assert(sizeof...(I) > 0, "grad: argnums must name at least one argument");
-    static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "grad: an argnums index is out of range for the arguments given");
-    static_assert(((!std::is_integral_v<std::tuple_element_t<(I < static_cast<int>(sizeof...(A)) ? I : 0), std::tuple<A...>>>) && ...),
-                  "grad: cannot differentiate with respect to an integer or bool argument");
-    static_assert((is_pytree_v<A> && ...), "grad: arguments must be numbers, tensors or pytrees of them");
-    if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
+    if constexpr (!decltype(check<A...>())::value) {
+      return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
+    } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
     } else {
       constexpr int L = pytree_level<A...>() + 1;
@@ -68,6 +66,31 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   }
 
  private:
+  static constexpr diagnostic name = WithValue ? diagnostic("grad_and_value") : diagnostic("grad");
+
+  /// The static checks, before anything else is instantiated: std::true_type, or std::false_type
+  /// after reporting the first failure as the compiler's first error line.
+  template <class... A>
+  static constexpr auto check() {
+    if constexpr (!decltype(diagnostics::check_grad_args<name, argnums_t<I...>, A...>())::value) return std::false_type{};
+    else if constexpr (!decltype(diagnostics::check_callable<name, F, traced_t<A...>, A...>())::value) return std::false_type{};
+    else return diagnostics::check_grad_result<name, HasAux, diagnostics::traced_result_t<F, traced_t<A...>>>();
+  }
+
+  /// The argument types f is called with: std::tuple of exact reference types.
+  template <class... A>
+  static auto traced() {
+    if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
+      return std::type_identity<std::tuple<const std::conditional_t<true, dyn::value, A>&...>>{};
+    } else {
+      constexpr int L = pytree_level<A...>() + 1;
+      return []<std::size_t... K>(std::index_sequence<K...>) {
+        return std::type_identity<std::tuple<decltype(wrap<L, K, A, A...>(std::declval<const A&>(), std::declval<detail::grad_tape&>(), 0))&...>>{};
+      }(std::index_sequence_for<A...>{});
+    }
+  }
+  template <class... A> using traced_t = typename decltype(traced<A...>())::type;
+
   template <class... A>
   auto run_runtime(const A&... a) const {
     constexpr std::size_t N = sizeof...(A);
@@ -118,9 +141,6 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
 
     auto split = [&]() -> decltype(auto) {
       if constexpr (HasAux) {
-        static_assert(requires { std::tuple_size<decltype(result)>::value; },
-                      "grad: with has_aux, f must return a (value, aux) pair");
-        static_assert(std::tuple_size_v<decltype(result)> == 2, "grad: with has_aux, f must return a (value, aux) pair");
         return std::get<0>(result);
       } else {
         return (result);
@@ -128,8 +148,6 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     };
     const auto& value = split();
     using V = std::remove_cvref_t<decltype(value)>;
-    static_assert(std::is_arithmetic_v<V> || is_tensor_v<V> || is_static_wrapper_v<V> || is_dyn_v<V>,
-                  "grad: f must return a scalar (double, float or a one-element tensor)");
     if (const shape_t s = shape(value); !s.empty())
       throw error("grad: f must return a scalar, it returned a value of shape " + detail::shape_str(s));
 

@@ -17,6 +17,7 @@
 
 #include "dsl/layout.hpp"
 #include "dsl/shape_ops.hpp"
+#include "tower/diagnostics.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/pytree.hpp"
 #include "tower/static_values.hpp"
@@ -75,14 +76,40 @@ auto map_in_dim(const D& d, const X& x, F&& f) {
   }
 }
 
-/// Concatenates one output of every chunk along its batch dim.
+/// Concatenates one output (a pytree, reached from each chunk by `get`) of every chunk along its
+/// batch dim.
 template <class T, class P, class Get>
 T cat_chunks(const std::vector<P>& parts, Get get, std::int64_t out_dim) {
-  static_assert(is_leaf_v<T>, "vmap: chunk_size supports outputs that are tensors or tuples of tensors");
-  std::vector<T> xs;
-  for (const auto& p : parts) xs.push_back(get(p));
-  const auto r = static_cast<std::int64_t>(shape(xs.front()).size());
-  return cat(xs, out_dim < 0 ? out_dim + r : out_dim);
+  const T& first = get(parts.front());
+  if constexpr (is_leaf_v<T>) {
+    std::vector<T> xs;
+    for (const auto& p : parts) xs.push_back(get(p));
+    const auto r = static_cast<std::int64_t>(shape(xs.front()).size());
+    return cat(xs, out_dim < 0 ? out_dim + r : out_dim);
+  } else if constexpr (requires { first.first; }) {
+    return T{cat_chunks<decltype(first.first)>(parts, [&](const P& p) -> const auto& { return get(p).first; }, out_dim),
+             cat_chunks<decltype(first.second)>(parts, [&](const P& p) -> const auto& { return get(p).second; }, out_dim)};
+  } else if constexpr (requires { std::tuple_size<T>::value; }) {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return T{cat_chunks<std::tuple_element_t<K, T>>(parts, [&](const P& p) -> const auto& { return std::get<K>(get(p)); }, out_dim)...};
+    }(std::make_index_sequence<std::tuple_size_v<T>>{});
+  } else if constexpr (detail::is_std_vector<T>::value) {
+    T r;
+    for (std::size_t i = 0; i < first.size(); ++i)
+      r.push_back(cat_chunks<typename T::value_type>(parts, [&](const P& p) -> const auto& { return get(p).at(i); }, out_dim));
+    return r;
+  } else {
+    T r{};
+    constexpr std::size_t n = decltype(boost::hana::length(boost::hana::accessors<T>()))::value;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((boost::hana::second(boost::hana::at_c<K>(boost::hana::accessors<T>()))(r) = cat_chunks<std::remove_cvref_t<decltype(
+            boost::hana::second(boost::hana::at_c<K>(boost::hana::accessors<T>()))(first))>>(
+            parts, [&](const P& p) -> const auto& { return boost::hana::second(boost::hana::at_c<K>(boost::hana::accessors<T>()))(get(p)); },
+            out_dim)),
+       ...);
+    }(std::make_index_sequence<n>{});
+    return r;
+  }
 }
 
 /// Brings a static vmap's output back to plain form: batch at out_dim.
@@ -117,9 +144,9 @@ struct vmap_transform {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    static_assert(std::tuple_size_v<decltype(in.dims)> == 0 || std::tuple_size_v<decltype(in.dims)> == sizeof...(A),
-                  "vmap: in_dims must have one entry per argument of f");
-    if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
+    if constexpr (!decltype(check<A...>())::value) {
+      return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
+    } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
     } else {
       static_assert((is_pytree_v<A> && ...), "vmap: arguments must be numbers, tensors or pytrees of them");
@@ -129,6 +156,30 @@ struct vmap_transform {
   }
 
  private:
+  /// The static checks, before anything else is instantiated: std::true_type, or std::false_type
+  /// after reporting the first failure as the compiler's first error line.
+  template <class... A>
+  static constexpr auto check() {
+    if constexpr (!decltype(diagnostics::check_vmap_args<InDims, A...>())::value) return std::false_type{};
+    else if constexpr (!decltype(diagnostics::check_callable<"vmap", F, traced_t<A...>, A...>())::value) return std::false_type{};
+    else return diagnostics::check_vmap_result<OutDims, diagnostics::traced_result_t<F, traced_t<A...>>>();
+  }
+
+  /// The argument types f is called with: std::tuple of exact reference types.
+  template <class... A>
+  static auto traced() {
+    if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
+      return std::type_identity<std::tuple<const std::conditional_t<true, dyn::value, A>&...>>{};
+    } else {
+      constexpr int L = pytree_level<A...>() + 1;
+      return []<std::size_t... I>(std::index_sequence<I...>) {
+        return std::type_identity<std::tuple<decltype(std::declval<const vmap_transform&>().template wrap<L, I>(
+            std::declval<const A&>(), std::int64_t{}, std::uint64_t{}))&...>>{};
+      }(std::index_sequence_for<A...>{});
+    }
+  }
+  template <class... A> using traced_t = typename decltype(traced<A...>())::type;
+
   template <class... A>
   auto run_runtime(const A&... a) const {
     constexpr std::size_t N = sizeof...(A);
@@ -243,6 +294,15 @@ template <class... Opt> struct find_out_dims { using type = out_dims_t<>; };
 template <class... D, class... Rest> struct find_out_dims<out_dims_t<D...>, Rest...> { using type = out_dims_t<D...>; };
 template <class First, class... Rest> struct find_out_dims<First, Rest...> : find_out_dims<Rest...> {};
 
+template <class R, class O>
+void set_vmap_option(R& r, const O& o) {
+  if constexpr (std::is_integral_v<O>) r.in = decltype(r.in){static_cast<std::int64_t>(o)};
+  else if constexpr (std::is_same_v<O, randomness_t>) r.opts.randomness = o.kind;
+  else if constexpr (std::is_same_v<O, chunk_size_t>) r.opts.chunk_size = o.size;
+  else if constexpr (std::is_same_v<O, decltype(r.in)>) r.in = o;
+  else if constexpr (std::is_same_v<O, decltype(r.out)>) r.out = o;
+}
+
 template <class T>
 concept vmap_option = std::is_integral_v<T> || std::is_same_v<T, randomness_t> || std::is_same_v<T, chunk_size_t> ||
                       requires(T t) { t.dims; };
@@ -255,15 +315,7 @@ auto vmap(F f, Opt... opt) {
   using In = typename detail::find_in_dims<Opt...>::type;
   using Out = typename detail::find_out_dims<Opt...>::type;
   vmap_transform<F, In, Out> r{std::move(f), {}, {}, {}};
-  [[maybe_unused]] auto take = [&](const auto& o) {
-    using O = std::remove_cvref_t<decltype(o)>;
-    if constexpr (std::is_integral_v<O>) r.in = in_dims_all_t{static_cast<std::int64_t>(o)};
-    else if constexpr (std::is_same_v<O, randomness_t>) r.opts.randomness = o.kind;
-    else if constexpr (std::is_same_v<O, chunk_size_t>) r.opts.chunk_size = o.size;
-    else if constexpr (std::is_same_v<O, In>) r.in = o;
-    else if constexpr (std::is_same_v<O, Out>) r.out = o;
-  };
-  (take(opt), ...);
+  (detail::set_vmap_option(r, opt), ...);
   return r;
 }
 
