@@ -18,6 +18,7 @@
 #include "dsl/shape_ops.hpp"
 #include "tower/transforms/grad.hpp"
 #include "tower/transforms/jvp.hpp"
+#include "tower/diagnostics.hpp"
 #include "tower/pytree.hpp"
 #include "tower/transforms/options.hpp"
 #include "tower/transforms/runtime_function.hpp"
@@ -118,6 +119,8 @@ struct jacrev_transform<F, argnums_t<I...>> {
       return (*this)(runtime::detail::to_value(a)...);
     } else {
       static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacrev: an argnums index is out of range for the arguments given");
+      static_assert(diagnostics::is_differentiable_value_v<std::remove_cvref_t<decltype(f(a...))>>,
+                    "jacrev: f must return a tensor or a floating-point scalar");
       if constexpr ((is_dyn_v<A> || ...)) return body<0>(a...);
       else return detail::run_composite<pytree_level<A...>() + 1>("jacrev", [&](auto floor) { return body<decltype(floor)::value>(a...); });
     }
@@ -160,6 +163,8 @@ struct jacfwd_transform<F, argnums_t<I...>> {
       return (*this)(runtime::detail::to_value(a)...);
     } else {
       static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacfwd: an argnums index is out of range for the arguments given");
+      static_assert(diagnostics::is_differentiable_value_v<std::remove_cvref_t<decltype(f(a...))>>,
+                    "jacfwd: f must return a tensor or a floating-point scalar");
       if constexpr ((is_dyn_v<A> || ...)) return body<0>(a...);
       else return detail::run_composite<pytree_level<A...>() + 1>("jacfwd", [&](auto floor) { return body<decltype(floor)::value>(a...); });
     }

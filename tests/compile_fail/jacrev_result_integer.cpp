@@ -1,0 +1,11 @@
+// Diagnostic 10: the Jacobian of a function whose result is not differentiable.
+// expect: jacrev: f must return a tensor or a floating-point scalar
+// expect-clang: "jacrev: f must return a tensor or a floating-point scalar"
+#include <tower/tower.hpp>
+namespace tw = tower;
+
+int main() {
+  auto f = [](auto) { return 3; };
+  auto j = tw::jacrev(f)(1.0);
+  (void)j;
+}
