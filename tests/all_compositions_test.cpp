@@ -38,19 +38,7 @@ tensor<double> fd_sum_grad(const fn& g, const tensor<double>& x) {
 }
 
 tensor<double> fd_jac(const fn& g, const tensor<double>& x) {
-  const tensor<double> y0 = eval(g, x);
-  shape_t s = y0.shape();
-  s.insert(s.end(), x.shape().begin(), x.shape().end());
-  tensor<double> J = tw::zeros<double>(s);
-  const std::int64_t n = x.numel(), m = y0.numel();
-  for (std::int64_t j = 0; j < n; ++j) {
-    tensor<double> xp = x, xm = x;
-    xp.data()[j] += fd_step;
-    xm.data()[j] -= fd_step;
-    const tensor<double> yp = eval(g, xp), ym = eval(g, xm);
-    for (std::int64_t i = 0; i < m; ++i) J.data()[i * n + j] = (yp.data()[i] - ym.data()[i]) / (2 * fd_step);
-  }
-  return J;
+  return fd_jacobian([&](const tensor<double>& t) { return eval(g, t); }, x);
 }
 
 const std::vector<transform_row>& transforms() {

@@ -44,6 +44,11 @@ inline tensor<double> fd_grad(const std::function<double(const tensor<double>&)>
   return g;
 }
 
+/// Central finite-difference Jacobian of a tensor function (shape out_shape + in_shape); f may
+/// return anything as_tensor accepts.
+template <class F>
+tensor<double> fd_jacobian(F f, const tensor<double>& x);
+
 inline double fd_derivative(const std::function<double(double)>& f, double x) {
   return (f(x + fd_step) - f(x - fd_step)) / (2 * fd_step);
 }
@@ -81,5 +86,22 @@ inline double as_double(const dyn::value& v) { return v.item(); }
 inline tensor<double> as_tensor(const tensor<double>& t) { return t; }
 inline tensor<double> as_tensor(double x) { return tensor<double>(x); }
 inline tensor<double> as_tensor(const dyn::value& v) { return v.to_tensor(); }
+
+template <class F>
+tensor<double> fd_jacobian(F f, const tensor<double>& x) {
+  const tensor<double> y0 = as_tensor(f(x));
+  shape_t s = y0.shape();
+  s.insert(s.end(), x.shape().begin(), x.shape().end());
+  tensor<double> J = zeros<double>(s);
+  const std::int64_t n = x.numel(), m = y0.numel();
+  for (std::int64_t j = 0; j < n; ++j) {
+    tensor<double> xp = x, xm = x;
+    xp.data()[j] += fd_step;
+    xm.data()[j] -= fd_step;
+    const tensor<double> yp = as_tensor(f(xp)), ym = as_tensor(f(xm));
+    for (std::int64_t i = 0; i < m; ++i) J.data()[i * n + j] = (yp.data()[i] - ym.data()[i]) / (2 * fd_step);
+  }
+  return J;
+}
 
 }  // namespace tower::testing

@@ -24,24 +24,6 @@ auto fv = [](auto x) { return tw::tanh(x * 1.5) * tw::sum(x); };
 // A scalar function of a scalar.
 auto f1 = [](auto x) { return tw::sin(x) * x * x; };
 
-/// Numerical Jacobian of a tensor function (out_shape + in_shape).
-template <class F>
-tensor<double> fd_jacobian(F f, const tensor<double>& x) {
-  const tensor<double> y0 = as_tensor(f(x));
-  shape_t s = y0.shape();
-  s.insert(s.end(), x.shape().begin(), x.shape().end());
-  tensor<double> J = tw::zeros<double>(s);
-  const std::int64_t n = x.numel(), m = y0.numel();
-  for (std::int64_t j = 0; j < n; ++j) {
-    tensor<double> xp = x, xm = x;
-    xp.data()[j] += fd_step;
-    xm.data()[j] -= fd_step;
-    const tensor<double> yp = as_tensor(f(xp)), ym = as_tensor(f(xm));
-    for (std::int64_t i = 0; i < m; ++i) J.data()[i * n + j] = (yp.data()[i] - ym.data()[i]) / (2 * fd_step);
-  }
-  return J;
-}
-
 /// Loop reference for vmap over dim 0.
 template <class F>
 tensor<double> loop_map(F f, const tensor<double>& X) {

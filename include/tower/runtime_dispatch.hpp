@@ -27,14 +27,31 @@ using dyn::value;
 template <class Op, std::size_t N>
 value dispatch_functorch(const Op& op, std::array<value, N> args);
 
-/// A stack entry seen as a vmap interpreter (functorch's VmapInterpreterPtr).
-class vmap_interpreter {
+/// What every runtime interpreter shares: its stack entry (coerced by key), level, key, and
+/// lowering (functorch's Interpreter: sendToNextInterpreter pops itself and re-dispatches).
+template <transform_type Key>
+class interpreter_base {
  public:
-  explicit vmap_interpreter(const interpreter_entry& e) : e_(e) {
-    if (e.key != transform_type::vmap) throw error("expected a vmap interpreter, got " + to_string(e.key));
+  explicit interpreter_base(const interpreter_entry& e) : e_(e) {
+    if (e.key != Key) throw error("expected a " + to_string(Key) + " interpreter, got " + to_string(e.key));
   }
   int level() const { return e_.level; }
   transform_type key() const { return e_.key; }
+
+  template <class Op, std::size_t N>
+  static value lower(const Op& op, std::array<value, N> args) {
+    temporarily_pop_interpreter_stack pop;
+    return dispatch_functorch(op, std::move(args));
+  }
+
+ protected:
+  const interpreter_entry& e_;
+};
+
+/// A stack entry seen as a vmap interpreter (functorch's VmapInterpreterPtr).
+class vmap_interpreter : public interpreter_base<transform_type::vmap> {
+ public:
+  using interpreter_base::interpreter_base;
   std::int64_t batch_size() const { return e_.batch_size; }
 
   template <class Op, std::size_t N>
@@ -50,29 +67,18 @@ class vmap_interpreter {
     }(std::make_index_sequence<N>{});
   }
 
-  template <class Op, std::size_t N>
-  static value lower(const Op& op, std::array<value, N> args) {
-    temporarily_pop_interpreter_stack pop;
-    return dispatch_functorch(op, std::move(args));
-  }
-
  private:
   template <std::size_t I, std::size_t N>
   bval<value, bool> arg(const std::array<value, N>& a) const {
     const bool here = a[I].level() == e_.level;
     return {here ? a[I].get().inner : a[I], here};
   }
-  const interpreter_entry& e_;
 };
 
 /// A stack entry seen as a grad interpreter (functorch's GradInterpreterPtr).
-class grad_interpreter {
+class grad_interpreter : public interpreter_base<transform_type::grad> {
  public:
-  explicit grad_interpreter(const interpreter_entry& e) : e_(e) {
-    if (e.key != transform_type::grad) throw error("expected a grad interpreter, got " + to_string(e.key));
-  }
-  int level() const { return e_.level; }
-  transform_type key() const { return e_.key; }
+  using interpreter_base::interpreter_base;
   bool prev_grad_mode() const { return e_.prev_grad_mode; }
 
   /// functorch's lift: the primal at this level and its node (null for constants).
@@ -110,24 +116,12 @@ class grad_interpreter {
     return dyn::wrap(transform_type::grad, level, serial, std::move(out), std::move(node));
   }
 
-  template <class Op, std::size_t N>
-  static value lower(const Op& op, std::array<value, N> args) {
-    temporarily_pop_interpreter_stack pop;
-    return dispatch_functorch(op, std::move(args));
-  }
-
- private:
-  const interpreter_entry& e_;
 };
 
 /// A stack entry seen as a jvp interpreter (forward mode).
-class jvp_interpreter {
+class jvp_interpreter : public interpreter_base<transform_type::jvp> {
  public:
-  explicit jvp_interpreter(const interpreter_entry& e) : e_(e) {
-    if (e.key != transform_type::jvp) throw error("expected a jvp interpreter, got " + to_string(e.key));
-  }
-  int level() const { return e_.level; }
-  transform_type key() const { return e_.key; }
+  using interpreter_base::interpreter_base;
   bool prev_fwd_grad_mode() const { return e_.prev_fwd_grad_mode; }
 
   template <class Op, std::size_t N>
@@ -157,14 +151,6 @@ class jvp_interpreter {
     return dyn::wrap_dual(level, serial, std::move(out), std::move(t));
   }
 
-  template <class Op, std::size_t N>
-  static value lower(const Op& op, std::array<value, N> args) {
-    temporarily_pop_interpreter_stack pop;
-    return dispatch_functorch(op, std::move(args));
-  }
-
- private:
-  const interpreter_entry& e_;
 };
 
 namespace detail {

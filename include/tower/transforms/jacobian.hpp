@@ -9,6 +9,7 @@
 // Every inner transform receives the values it depends on as arguments (never through a
 // closure), so levels are always visible to the static path.
 #include <cstdint>
+#include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -107,26 +108,41 @@ auto vjp(F f, const P&... primals) {
   return std::make_pair(std::move(out), std::move(vjp_fn));
 }
 
+namespace detail {
+/// The entry shared by jacrev and jacfwd: type-erased functions get dyn::values; on the static
+/// path the level check runs once here, and Derived::body<Floor> builds the Jacobian.
+template <class Derived, class F>
+struct jacobian_entry {
+  template <class... A>
+  auto operator()(const A&... a) const {
+    const auto& self = static_cast<const Derived&>(*this);
+    if constexpr (is_runtime_function_v<F> && !(is_dyn_v<A> && ...)) {
+      return self(runtime::detail::to_value(a)...);
+    } else {
+      static_assert(sizeof(typename Derived::template check<A...>) > 0);
+      if constexpr ((is_dyn_v<A> || ...)) return self.template body<0>(a...);
+      else return run_composite<pytree_level<A...>() + 1>(Derived::name, [&](auto floor) { return self.template body<decltype(floor)::value>(a...); });
+    }
+  }
+};
+}  // namespace detail
+
 template <class F, class Argnums>
 struct jacrev_transform;
 
 template <class F, int... I>
-struct jacrev_transform<F, argnums_t<I...>> {
+struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_transform<F, argnums_t<I...>>, F> {
   F f;
-  template <class... A>
-  auto operator()(const A&... a) const {
-    if constexpr (is_runtime_function_v<F> && !(is_dyn_v<A> && ...)) {
-      return (*this)(runtime::detail::to_value(a)...);
-    } else {
-      static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacrev: an argnums index is out of range for the arguments given");
-      static_assert(diagnostics::is_differentiable_value_v<std::remove_cvref_t<decltype(f(a...))>>,
-                    "jacrev: f must return a tensor or a floating-point scalar");
-      if constexpr ((is_dyn_v<A> || ...)) return body<0>(a...);
-      else return detail::run_composite<pytree_level<A...>() + 1>("jacrev", [&](auto floor) { return body<decltype(floor)::value>(a...); });
-    }
-  }
+  static constexpr const char* name = "jacrev";
 
- private:
+  /// The static checks, as a class so they fire before the body is instantiated.
+  template <class... A>
+  struct check {
+    static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacrev: an argnums index is out of range for the arguments given");
+    static_assert(diagnostics::is_differentiable_value_v<std::remove_cvref_t<std::invoke_result_t<const F&, const A&...>>>,
+                  "jacrev: f must return a tensor or a floating-point scalar");
+  };
+
   template <int Floor, class... A>
   auto body(const A&... a) const {
     {
@@ -155,22 +171,18 @@ template <class F, class Argnums>
 struct jacfwd_transform;
 
 template <class F, int... I>
-struct jacfwd_transform<F, argnums_t<I...>> {
+struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_transform<F, argnums_t<I...>>, F> {
   F f;
-  template <class... A>
-  auto operator()(const A&... a) const {
-    if constexpr (is_runtime_function_v<F> && !(is_dyn_v<A> && ...)) {
-      return (*this)(runtime::detail::to_value(a)...);
-    } else {
-      static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacfwd: an argnums index is out of range for the arguments given");
-      static_assert(diagnostics::is_differentiable_value_v<std::remove_cvref_t<decltype(f(a...))>>,
-                    "jacfwd: f must return a tensor or a floating-point scalar");
-      if constexpr ((is_dyn_v<A> || ...)) return body<0>(a...);
-      else return detail::run_composite<pytree_level<A...>() + 1>("jacfwd", [&](auto floor) { return body<decltype(floor)::value>(a...); });
-    }
-  }
+  static constexpr const char* name = "jacfwd";
 
- private:
+  /// The static checks, as a class so they fire before the body is instantiated.
+  template <class... A>
+  struct check {
+    static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacfwd: an argnums index is out of range for the arguments given");
+    static_assert(diagnostics::is_differentiable_value_v<std::remove_cvref_t<std::invoke_result_t<const F&, const A&...>>>,
+                  "jacfwd: f must return a tensor or a floating-point scalar");
+  };
+
   template <int Floor, class... A>
   auto body(const A&... a) const {
     if constexpr (sizeof...(I) == 1) return column<Floor, I...>(a...);
@@ -211,14 +223,14 @@ struct jacfwd_transform<F, argnums_t<I...>> {
 template <class F, int... I>
 auto jacrev(F f, argnums_t<I...> = {}) {
   using A = std::conditional_t<sizeof...(I) == 0, argnums_t<0>, argnums_t<I...>>;
-  return jacrev_transform<F, A>{std::move(f)};
+  return jacrev_transform<F, A>{{}, std::move(f)};
 }
 
 /// jacfwd(f), jacfwd(f, argnums<...>): Jacobian by forward mode (vmap of jvp over a basis).
 template <class F, int... I>
 auto jacfwd(F f, argnums_t<I...> = {}) {
   using A = std::conditional_t<sizeof...(I) == 0, argnums_t<0>, argnums_t<I...>>;
-  return jacfwd_transform<F, A>{std::move(f)};
+  return jacfwd_transform<F, A>{{}, std::move(f)};
 }
 
 /// hessian(f) = jacfwd(jacrev(f)): shape in_shape + in_shape for a scalar f.
