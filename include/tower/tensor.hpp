@@ -49,7 +49,8 @@ class tensor {
   }
   tensor(shape_t shape, std::initializer_list<T> data) : tensor(std::move(shape), std::vector<T>(data)) {}
   /// A 1-D tensor from a vector.
-  explicit tensor(std::vector<T> v) : tensor(shape_t{static_cast<std::int64_t>(v.size())}, std::move(v)) {}
+  explicit tensor(std::vector<T> v)  // members in declaration order: the size is read before the move
+      : shape_{static_cast<std::int64_t>(v.size())}, data_(std::make_shared<std::vector<T>>(std::move(v))) {}
 
   const shape_t& shape() const { return shape_; }
   std::int64_t dim() const { return static_cast<std::int64_t>(shape_.size()); }
