@@ -1,7 +1,7 @@
 #pragma once
 // Shared pieces of tower's benchmarks (bench/): deterministic data, a do-not-optimise sink, and
 // a main() that prints, after Google Benchmark's own table, one summary line per workload with
-// each variant's median time and its ratio to the hand-written code of the same binary.
+// each variant's median CPU time and its ratio to the hand-written code of the same binary.
 //
 // Benchmarks are named "<workload>/<variant>"; the variant "hand" is the reference. Run with
 // --benchmark_repetitions=N to get medians (the summary uses the median aggregate when present,
@@ -62,12 +62,12 @@ class summary_reporter : public benchmark::ConsoleReporter {
       const auto slash = name.find('/');
       if (slash == std::string::npos) continue;
       auto& e = table_[name.substr(0, slash)][name.substr(slash + 1)];
-      if (agg || !e.from_median) e = {r.GetAdjustedRealTime(), agg, benchmark::GetTimeUnitString(r.time_unit)};
+      if (agg || !e.from_median) e = {r.GetAdjustedCPUTime(), agg, benchmark::GetTimeUnitString(r.time_unit)};
     }
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\nsummary (median real time; ratio = variant / hand-written)\n");
+    std::printf("\nsummary (median CPU time: the machine is shared; ratio = variant / hand-written)\n");
     for (const auto& [workload, variants] : table_) {
       const auto hand = variants.find("hand");
       std::printf("  %s\n", workload.c_str());

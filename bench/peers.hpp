@@ -58,6 +58,7 @@ AD variable(double v, int j) {
 #endif
 #if TOWER_BENCH_HAVE_SACADO
   if constexpr (std::is_same_v<AD, Sacado::Fad::SFad<double, N>>) return AD(N, j, v);
+  if constexpr (std::is_same_v<AD, Sacado::ELRCacheFad::SFad<double, N>>) return AD(N, j, v);
 #endif
 }
 
@@ -71,7 +72,31 @@ double derivative(const AD& y, int j) {
 #endif
 #if TOWER_BENCH_HAVE_SACADO
   if constexpr (std::is_same_v<AD, Sacado::Fad::SFad<double, N>>) return y.dx(j);
+  if constexpr (std::is_same_v<AD, Sacado::ELRCacheFad::SFad<double, N>>) return y.dx(j);
 #endif
 }
+
+/// The gradient of f: R^N -> R at x by forward mode with N directions, into g.
+template <class AD, int N, class F>
+void forward_gradient(const F& f, const double* x, double* g) {
+  std::array<AD, N> v;
+  for (int j = 0; j < N; ++j) v[static_cast<std::size_t>(j)] = variable<AD, N>(x[j], j);
+  const AD y = f(v);
+  for (int j = 0; j < N; ++j) g[j] = derivative<N>(y, j);
+}
+
+#if TOWER_BENCH_HAVE_ADOLC
+/// Records f: R^N -> R on ADOL-C tape `tag` at x (the tape is re-used by the drivers).
+template <int N, class F>
+void adolc_tape(short tag, const F& f, const double* x) {
+  trace_on(tag);
+  std::array<adouble, N> v;
+  for (int j = 0; j < N; ++j) v[static_cast<std::size_t>(j)] <<= x[j];
+  adouble y = f(v);
+  double out;
+  y >>= out;
+  trace_off();
+}
+#endif
 
 }  // namespace peers
