@@ -68,9 +68,16 @@ struct op_node<Op, Out, std::tuple<In...>, std::tuple<P...>> final : var_node<Ou
   }
 };
 
+/// Where a tape's arena grows past its inline buffer: a per-thread pool that keeps the blocks
+/// a finished tape returns, so repeated grad calls reach a steady state with no heap allocation.
+inline std::pmr::memory_resource* tape_upstream() {
+  thread_local std::pmr::unsynchronized_pool_resource pool(std::pmr::pool_options{0, std::size_t{1} << 24});
+  return &pool;
+}
+
 class grad_tape {
  public:
-  grad_tape() : arena_(buffer_, sizeof(buffer_)) { nodes_.reserve(64); }
+  grad_tape() : arena_(buffer_, sizeof(buffer_), tape_upstream()), nodes_(&arena_) { nodes_.reserve(64); }
   ~grad_tape() {
     for (auto* n : nodes_) n->~node_base();
   }
@@ -92,7 +99,7 @@ class grad_tape {
  private:
   alignas(std::max_align_t) std::byte buffer_[4096];
   std::pmr::monotonic_buffer_resource arena_;
-  std::vector<node_base*> nodes_;
+  std::pmr::vector<node_base*> nodes_;  // in the arena too: no allocation per call
 };
 
 }  // namespace tower::detail
