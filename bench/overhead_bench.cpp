@@ -1,5 +1,6 @@
 // Overhead: vmap(grad(f)) of a 10-op scalar chain at batch size 1, on the static and runtime
-// paths, plus grad(f) on plain doubles; counters give the time per op and heap allocations per op.
+// paths (static: strategy::automatic, which runs the fused form here, and strategy::batched),
+// plus grad(f) on plain doubles; counters give the time per op and heap allocations per op.
 //
 //   f(x) = tanh(cos(exp((sin(x) x + 1) 0.1) - x)^2) x      (10 ops: sin * + * exp - cos * tanh *)
 #include <functional>
@@ -60,9 +61,10 @@ void bm_scalar_static(benchmark::State& st) {
   counters(st, tower::bench::allocations() - a0);
 }
 
+template <class Strategy>
 void bm_vmap_static(benchmark::State& st) {
   tw::tensor<double> X(std::vector<double>{0.7});
-  auto df = tw::vmap(tw::grad(f));
+  auto df = tw::vmap(tw::grad(f), Strategy{});
   if (std::abs(df(X)(0) - df_hand(0.7)) > 1e-12) st.SkipWithError("wrong derivative");
   const std::size_t a0 = tower::bench::allocations();
   for (auto _ : st) {
@@ -99,7 +101,8 @@ void bm_scalar_runtime(benchmark::State& st) {
 }
 
 BENCHMARK(bm_hand)->Name("chain10_b1/hand");
-BENCHMARK(bm_vmap_static)->Name("chain10_b1/tower_static");
+BENCHMARK(bm_vmap_static<tw::strategy::automatic_t>)->Name("chain10_b1/tower_static");
+BENCHMARK(bm_vmap_static<tw::strategy::batched_t>)->Name("chain10_b1/tower_static_batched");
 BENCHMARK(bm_vmap_runtime)->Name("chain10_b1/tower_runtime");
 BENCHMARK(bm_hand)->Name("chain10_scalar_grad/hand");
 BENCHMARK(bm_scalar_static)->Name("chain10_scalar_grad/tower_static");

@@ -17,6 +17,7 @@
 #include "tower/interpreter_stack.hpp"
 #include "tower/static_values.hpp"
 #include "tower/transforms/batch_size.hpp"
+#include "tower/transforms/fused_vmap.hpp"
 #include "tower/transforms/options.hpp"
 #include "tower/transforms/runtime_function.hpp"
 #include "tower/transforms/runtime_transforms.hpp"
@@ -60,7 +61,7 @@ auto unbatch(const R& r, std::int64_t out_dim, std::int64_t bs, std::uint64_t se
 
 }  // namespace detail
 
-template <class F, class InDims, class OutDims>
+template <class F, class InDims, class OutDims, class Strategy = strategy::automatic_t>
 struct vmap_transform {
   F f;
   InDims in;
@@ -72,9 +73,17 @@ struct vmap_transform {
                   "vmap: in_dims must have one entry per argument of f");
     if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
+    } else if constexpr (std::is_same_v<Strategy, strategy::fused_t>) {
+      return detail::try_fused_vmap<Strategy>(f, in, out, a...);  // per-example loop (fused_vmap.hpp)
     } else {
       constexpr int L = detail::predicted_level<A...>();
-      return detail::run_at_level<L>("vmap", [&](auto level) { return run<decltype(level)::value>(a...); });
+      auto batched_run = [&] { return detail::run_at_level<L>("vmap", [&](auto level) { return run<decltype(level)::value>(a...); }); };
+      if constexpr (std::is_same_v<Strategy, strategy::automatic_t>) {
+        auto r = detail::try_fused_vmap<Strategy>(f, in, out, a...);  // fused when f is a function of scalars
+        if constexpr (std::is_same_v<decltype(r), std::optional<decltype(batched_run())>>)
+          if (r) return std::move(*r);
+      }
+      return batched_run();
     }
   }
 
@@ -145,8 +154,8 @@ struct vmap_transform {
   }
 };
 
-template <class F, class I, class O>
-struct is_runtime_function<vmap_transform<F, I, O>> : is_runtime_function<F> {};
+template <class F, class I, class O, class S>
+struct is_runtime_function<vmap_transform<F, I, O, S>> : is_runtime_function<F> {};
 
 /// vmap(f), vmap(f, in_dims(...)), vmap(f, in_dims(...), out_dims(...)), vmap(f, 0).
 template <class F>
@@ -159,5 +168,15 @@ auto vmap(F f, in_dims_t<D...> in, out_dims_t<O...> out) {
 }
 template <class F, class... O>
 auto vmap(F f, out_dims_t<O...> out) { return vmap_transform<F, in_dims_t<>, out_dims_t<O...>>{std::move(f), {}, out}; }
+
+/// The same with a physical form forced: tw::strategy::fused, tw::strategy::batched (or automatic).
+template <class F, vmap_strategy S>
+auto vmap(F f, S) { return vmap_transform<F, in_dims_t<>, out_dims_t<>, S>{std::move(f), {}, {}}; }
+template <class F, class... D, vmap_strategy S>
+auto vmap(F f, in_dims_t<D...> in, S) { return vmap_transform<F, in_dims_t<D...>, out_dims_t<>, S>{std::move(f), in, {}}; }
+template <class F, class... D, class... O, vmap_strategy S>
+auto vmap(F f, in_dims_t<D...> in, out_dims_t<O...> out, S) {
+  return vmap_transform<F, in_dims_t<D...>, out_dims_t<O...>, S>{std::move(f), in, out};
+}
 
 }  // namespace tower

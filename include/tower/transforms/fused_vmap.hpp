@@ -1,0 +1,321 @@
+#pragma once
+// vmap's second physical form: fused per-example evaluation (DESIGN.md, "vmap has two physical
+// forms, one meaning").
+//
+//   tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::fused)(X, w);    // a loop of f over examples
+//   tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::batched)(X, w);  // batching rules, [B, ...] tensors
+//   tw::vmap(f, tw::in_dims(0, tw::none))(X, w);                          // strategy::automatic
+//
+// The batched form runs each op once on a [B, ...] tensor (its batching rule). The fused form runs
+// f once per example on plain per-example values and stacks the results, so a chain of
+// elementwise ops on scalars stays in registers and nothing batch-sized is materialised:
+// vmap(grad(f)) over scalars becomes a loop calling grad(f) on doubles. Both give the same
+// numbers (bench/fused_vmap_test.cpp checks it), with the same batch-size errors.
+//
+// A per-example slice of a batched argument is a plain value: a tensor, or a number (`double`,
+// `float`) when every batched argument is 1-D, f is a grad transform (vmap(grad(f)),
+// vmap(grad_and_value(f))) and every unbatched argument is a number — a function of scalars.
+// Unbatched arguments are passed as they are. (Numbers are offered only to grad transforms
+// because a number is a different C++ type from a rank-0 tensor, and f is compiled for it even
+// when the examples turn out to be tensors; grad already requires f to accept numbers' types.)
+//
+// strategy::automatic (the default) runs the fused form for functions of scalars as above, and
+// batching rules otherwise: for per-example tensors one kernel call per op beats one per op and
+// example. strategy::fused forces the per-example loop for plain arguments (numbers as above,
+// tensors otherwise); strategy::batched forces batching rules. A fused vmap pushes no
+// interpreter: f runs as if called directly, once per example.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "dsl/shape_ops.hpp"
+#include "tower/interpreter_stack.hpp"
+#include "tower/kernels.hpp"
+#include "tower/static_values.hpp"
+#include "tower/tensor.hpp"
+#include "tower/transforms/batch_size.hpp"
+#include "tower/transforms/options.hpp"
+
+namespace tower {
+template <class F, class Argnums, bool HasAux, bool WithValue>
+struct grad_transform;
+}  // namespace tower
+
+namespace tower {
+
+namespace strategy {
+/// The library chooses (see fused_vmap.hpp).
+struct automatic_t {};
+/// Run f once per example on plain values and stack the results.
+struct fused_t {};
+/// Run each op's batching rule on [B, ...] tensors.
+struct batched_t {};
+inline constexpr automatic_t automatic{};
+inline constexpr fused_t fused{};
+inline constexpr batched_t batched{};
+}  // namespace strategy
+
+template <class S>
+concept vmap_strategy =
+    std::is_same_v<S, strategy::automatic_t> || std::is_same_v<S, strategy::fused_t> || std::is_same_v<S, strategy::batched_t>;
+
+namespace detail::fused {
+
+template <class InDims, std::size_t I>
+auto in_dim(const InDims& in) {
+  if constexpr (std::tuple_size_v<decltype(in.dims)> == 0) return std::int64_t{0};
+  else return std::get<I>(in.dims);
+}
+template <class InDims, std::size_t I>
+inline constexpr bool is_batched_arg_v = !std::is_same_v<std::remove_cvref_t<decltype(in_dim<InDims, I>(std::declval<InDims>()))>, none_t>;
+
+template <class OutDims, std::size_t I>
+std::int64_t out_dim(const OutDims& out) {
+  if constexpr (std::tuple_size_v<decltype(out.dims)> == 0) return 0;
+  else if constexpr (std::tuple_size_v<decltype(out.dims)> == 1) return std::get<0>(out.dims);
+  else return std::get<I>(out.dims);
+}
+
+template <class X> inline constexpr bool is_plain_v = kernels::is_plain_v<X>;
+
+/// A value f may return per example: plain numbers and tensors, and tuples of them.
+template <class R> struct plain_result : std::bool_constant<is_plain_v<R>> {};
+template <class... R> struct plain_result<std::tuple<R...>> : std::bool_constant<(is_plain_v<R> && ...)> {};
+template <class R> inline constexpr bool plain_result_v = plain_result<std::remove_cvref_t<R>>::value;
+
+/// One batched argument with its batch moved to the front, cut into examples.
+template <class X, bool Scalar>
+struct sliced {
+  using T = kernels::element_t<X>;
+  tensor<T> front;  // batch in dim 0
+  shape_t example_shape;
+  std::int64_t example_numel = 1;
+
+  sliced(const X& x, std::int64_t dim) {
+    const auto r = static_cast<std::int64_t>(x.dim());
+    const std::int64_t d = dim < 0 ? dim + r : dim;
+    front = d == 0 ? x : kernels::movedim(x, d, 0);
+    example_shape.assign(front.shape().begin() + 1, front.shape().end());
+    example_numel = numel_of(example_shape);
+  }
+  auto operator[](std::int64_t b) const {
+    if constexpr (Scalar) return front.data()[b];
+    else return tensor<T>(example_shape, std::vector<T>(front.data() + b * example_numel, front.data() + (b + 1) * example_numel));
+  }
+};
+
+/// Collects one plain per-example result into a [B, ...] tensor.
+template <class R>
+struct stacker {
+  using T = kernels::element_t<R>;
+  std::int64_t bs;
+  shape_t example_shape;
+  std::vector<T> data;
+
+  explicit stacker(std::int64_t b) : bs(b) {}
+  void put(std::int64_t b, const R& r) {
+    if constexpr (kernels::is_plain_scalar_v<R>) {
+      if (b == 0) data.resize(static_cast<std::size_t>(bs));
+      data[static_cast<std::size_t>(b)] = r;
+    } else {
+      const auto n = static_cast<std::size_t>(r.numel());
+      if (b == 0) {
+        example_shape = r.shape();
+        data.resize(static_cast<std::size_t>(bs) * n);
+      } else if (r.shape() != example_shape) {
+        throw error("vmap: f returned values of shapes " + detail::shape_str(example_shape) + " and " +
+                    detail::shape_str(r.shape()) + " for different examples");
+      }
+      std::copy(r.data(), r.data() + n, data.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * n));
+    }
+  }
+  tensor<T> finish(std::int64_t out_dim) {
+    shape_t s = example_shape;
+    s.insert(s.begin(), bs);
+    tensor<T> t(s, std::move(data));
+    const std::int64_t d = tensor<T>::normalize_dim(out_dim, static_cast<std::int64_t>(s.size()));
+    return d == 0 ? t : kernels::movedim(t, 0, d);
+  }
+};
+
+template <class R> struct stack_all {
+  stacker<R> s;
+  explicit stack_all(std::int64_t b) : s(b) {}
+  void put(std::int64_t b, const R& r) { s.put(b, r); }
+  template <class OutDims> auto finish(const OutDims& out) { return s.finish(out_dim<OutDims, 0>(out)); }
+};
+template <class... R> struct stack_all<std::tuple<R...>> {
+  std::tuple<stacker<R>...> s;
+  explicit stack_all(std::int64_t b) : s(stacker<R>(b)...) {}
+  void put(std::int64_t b, const std::tuple<R...>& r) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (std::get<I>(s).put(b, std::get<I>(r)), ...); }(std::index_sequence_for<R...>{});
+  }
+  template <class OutDims> auto finish(const OutDims& out) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::make_tuple(std::get<I>(s).finish(out_dim<OutDims, I>(out))...);
+    }(std::index_sequence_for<R...>{});
+  }
+};
+
+/// An argument that vmap does not batch: every example sees it as it is.
+template <class X>
+struct unbatched {
+  const X* x;
+  const X& get() const { return *x; }
+};
+
+/// The argument f sees for example b: a slice of a batched argument, or the argument itself.
+template <class InDims, bool Scalar, std::size_t I, class X>
+auto prepare(const InDims& in, const X& x) {
+  if constexpr (is_batched_arg_v<InDims, I>) {
+    static_assert(is_tensor_v<X>, "vmap: a scalar argument cannot be batched; give it tw::none in in_dims");
+    return sliced<X, Scalar>(x, in_dim<InDims, I>(in));
+  } else {
+    return unbatched<X>{&x};
+  }
+}
+template <class P>
+decltype(auto) example_of(const P& p, std::int64_t b) {
+  if constexpr (requires { p.get(); }) return p.get();
+  else return p[b];
+}
+
+/// The per-example argument types of f (Scalar: batched arguments' examples are numbers).
+template <class InDims, bool Scalar, class Seq, class... A> struct example_types;
+template <class InDims, bool Scalar, std::size_t... I, class... A>
+struct example_types<InDims, Scalar, std::index_sequence<I...>, A...> {
+  template <std::size_t K, class X>
+  static auto one() {
+    if constexpr (!is_batched_arg_v<InDims, K>) return std::type_identity<const X&>{};
+    else if constexpr (Scalar) return std::type_identity<kernels::element_t<X>>{};
+    else return std::type_identity<tensor<kernels::element_t<X>>>{};
+  }
+  template <class F>
+  using result_of = std::invoke_result_t<const F&, typename decltype(one<I, A>())::type...>;
+};
+
+template <class InDims, std::size_t I, class X>
+void merge_one(const InDims& in, const X& x, std::int64_t& bs, std::string& first) {
+  if constexpr (is_batched_arg_v<InDims, I>) merge_batch_size(I, in_dim<InDims, I>(in), shape(x), bs, first);
+}
+
+/// The batch size without building messages; ok = false sends batch_size to the checked path.
+template <class InDims, std::size_t I, class X>
+void merge_fast(const InDims& in, const X& x, std::int64_t& bs, bool& ok) {
+  if constexpr (is_batched_arg_v<InDims, I>) {
+    if constexpr (is_tensor_v<X>) {
+      const std::int64_t r = x.dim(), d = in_dim<InDims, I>(in);
+      if (d < -r || d >= r) {
+        ok = false;
+        return;
+      }
+      const std::int64_t n = x.shape()[static_cast<std::size_t>(d < 0 ? d + r : d)];
+      if (bs < 0) bs = n;
+      else if (n != bs) ok = false;
+    } else {
+      ok = false;
+    }
+  }
+}
+
+/// Batch size, with the batched form's checks and messages.
+template <class InDims, class... A>
+std::int64_t batch_size(const InDims& in, const A&... a) {
+  std::int64_t bs = -1;
+  bool ok = true;
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (merge_fast<InDims, I>(in, a, bs, ok), ...); }(std::index_sequence_for<A...>{});
+  if (ok && bs >= 0) return bs;
+  bs = -1;
+  std::string first;
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (merge_one<InDims, I>(in, a, bs, first), ...); }(std::index_sequence_for<A...>{});
+  require_batched(bs);
+  return bs;
+}
+
+/// True when every batched argument is 1-D (its examples are numbers).
+template <class InDims, class... A>
+bool scalar_examples(const A&... a) {
+  bool ok = true;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((ok = ok && (!is_batched_arg_v<InDims, I> || [&] {
+                    if constexpr (is_tensor_v<A>) return a.dim() == 1;
+                    else return false;
+                  }())),
+     ...);
+  }(std::index_sequence_for<A...>{});
+  return ok;
+}
+
+/// The fused loop: f on every example, results stacked at out_dims.
+template <bool Scalar, class F, class InDims, class OutDims, class... A>
+auto run(const F& f, const InDims& in, const OutDims& out, std::int64_t bs, const A&... a) {
+  using Seq = std::index_sequence_for<A...>;
+  auto prepared = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple(prepare<InDims, Scalar, I>(in, a)...);
+  }(Seq{});
+  auto call = [&](std::int64_t b) {
+    return std::apply([&](const auto&... p) { return f(example_of(p, b)...); }, prepared);
+  };
+  using R = std::remove_cvref_t<decltype(call(0))>;
+  static_assert(plain_result_v<R>, "vmap: strategy::fused needs f to return numbers, tensors or tuples of them per example");
+  stack_all<R> stacked(bs);
+  for (std::int64_t b = 0; b < bs; ++b) stacked.put(b, call(b));
+  return stacked.finish(out);
+}
+
+template <class F> struct is_grad_family : std::false_type {};
+template <class F, class Argnums, bool HasAux, bool WithValue>
+struct is_grad_family<grad_transform<F, Argnums, HasAux, WithValue>> : std::true_type {};
+
+/// Whether examples that are numbers may be passed as numbers (see the header comment): f is a
+/// grad transform (vmap(grad(f)), vmap(grad_and_value(f))), batched arguments are tensors,
+/// unbatched arguments are numbers, and f returns plain values for numbers.
+template <class F, class InDims, class... A>
+constexpr bool scalar_candidate() {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    constexpr bool args_ok = ((is_batched_arg_v<InDims, I> ? is_tensor_v<A> : kernels::is_plain_scalar_v<A>) && ...);
+    if constexpr (!is_grad_family<F>::value || !args_ok || sizeof...(A) == 0) {
+      return false;
+    } else {
+      using R = typename example_types<InDims, true, std::index_sequence_for<A...>, A...>::template result_of<F>;
+      return plain_result_v<R>;
+    }
+  }(std::index_sequence_for<A...>{});
+}
+
+}  // namespace detail::fused
+
+namespace detail {
+
+/// vmap_transform's hook: the fused result, or nullopt when the batched form should run.
+/// `Batched` is the batched form's result type (the same type: both return plain values).
+template <class Strategy, class F, class InDims, class OutDims, class... A>
+auto try_fused_vmap(const F& f, const InDims& in, const OutDims& out, const A&... a) {
+  namespace fz = detail::fused;
+  if constexpr (std::is_same_v<Strategy, strategy::fused_t>) {
+    static_assert((fz::is_plain_v<A> && ...),
+                  "vmap: strategy::fused needs plain arguments (numbers, tensors), not values of an enclosing transform");
+    const std::int64_t bs = fz::batch_size(in, a...);
+    if (bs == 0) throw error("vmap: strategy::fused needs at least one example");
+    if constexpr (fz::scalar_candidate<F, InDims, A...>()) {
+      if (fz::scalar_examples<InDims>(a...)) return fz::run<true>(f, in, out, bs, a...);
+    }
+    return fz::run<false>(f, in, out, bs, a...);
+  } else if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && fz::scalar_candidate<F, InDims, A...>()) {
+    using R = decltype(fz::run<true>(f, in, out, std::int64_t{1}, a...));
+    if (!fz::scalar_examples<InDims>(a...)) return std::optional<R>{};
+    const std::int64_t bs = fz::batch_size(in, a...);
+    if (bs == 0) return std::optional<R>{};
+    return std::optional<R>{fz::run<true>(f, in, out, bs, a...)};
+  } else {
+    return std::optional<int>{};  // batched
+  }
+}
+
+}  // namespace detail
+
+}  // namespace tower
