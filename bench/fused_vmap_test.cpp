@@ -87,6 +87,28 @@ TEST_CASE("fused and batched agree with tensor examples, unbatched arguments and
                tw::vmap(g, tw::in_dims(0, tw::none), tw::strategy::batched)(X, 3.0));
 }
 
+TEST_CASE("packets of examples agree with the whole batch") {
+  const tensor<double> w = sample({5}, -1, 1, 15), X = sample({2000, 5}, -2, 2, 16), Y = sample({2000}, -1, 1, 17);
+  const auto in = tw::in_dims(tw::none, 0, 0);
+  const tensor<double> b = tw::vmap(tw::grad(logistic), in, tw::strategy::batched)(w, X, Y);
+  require_same(tw::vmap(tw::grad(logistic), in, tw::strategy::packets)(w, X, Y), b);  // 3 packets, the last one short
+  require_same(tw::vmap(tw::grad(logistic), in)(w, X, Y), b);                          // automatic picks packets here
+
+  const tensor<double> Xt = tw::movedim(X, 0, 1);
+  require_same(tw::vmap(tw::grad(logistic), tw::in_dims(tw::none, 1, 0), tw::out_dims(1), tw::strategy::packets)(w, Xt, Y),
+               tw::movedim(b, 0, 1));
+
+  const tensor<double> P = sample({9000}, 0.6, 1.4, 18), Q = sample({9000}, 0.6, 1.4, 19), R = sample({9000}, -1.4, -0.6, 20);
+  const auto f = tw::vmap(tw::grad(lj, tw::argnums<0, 2>), tw::strategy::packets)(P, Q, R);
+  const auto g = tw::vmap(tw::grad(lj, tw::argnums<0, 2>), tw::strategy::batched)(P, Q, R);
+  require_same(std::get<0>(f), std::get<0>(g));
+  require_same(std::get<1>(f), std::get<1>(g));
+  const auto [g1, v1] = tw::vmap(tw::grad_and_value(lj), tw::strategy::packets)(P, Q, R);
+  const auto [g2, v2] = tw::vmap(tw::grad_and_value(lj), tw::strategy::batched)(P, Q, R);
+  require_same(g1, g2);
+  require_same(v1, v2);
+}
+
 TEST_CASE("fused vmap of a vmap agrees with batched") {
   const tensor<double> X = sample({4, 6}, -1, 1, 9);
   auto inner = [](auto row) { return tw::vmap(tw::grad(chain))(row); };

@@ -52,8 +52,9 @@ void hand(const double* __restrict w, const double* __restrict X, const double* 
   }
 }
 
+template <class Strategy>
 void tower_static(benchmark::State& st, data& D) {
-  auto per_example = tw::vmap(tw::grad(loss), tw::in_dims(tw::none, 0, 0));
+  auto per_example = tw::vmap(tw::grad(loss), tw::in_dims(tw::none, 0, 0), Strategy{});
   tw::tensor<double> G = per_example(D.w, D.X, D.Y);
   check_close("tower static", G.data(), D.ref.data(), D.ref.size());
   for (auto _ : st) {
@@ -148,7 +149,8 @@ void register_all() {
       benchmark::DoNotOptimize(G.data());
     }
   });
-  benchmark::RegisterBenchmark((w + "tower_static").c_str(), [](benchmark::State& st) { tower_static(st, D); });
+  benchmark::RegisterBenchmark((w + "tower_static").c_str(), [](benchmark::State& st) { tower_static<tw::strategy::automatic_t>(st, D); });
+  benchmark::RegisterBenchmark((w + "tower_static_fused").c_str(), [](benchmark::State& st) { tower_static<tw::strategy::fused_t>(st, D); });
   benchmark::RegisterBenchmark((w + "tower_runtime").c_str(), [](benchmark::State& st) { tower_runtime(st, D); });
 #if TOWER_BENCH_HAVE_EIGEN_AD
   benchmark::RegisterBenchmark((w + "eigen_autodiff").c_str(),

@@ -43,6 +43,8 @@
 namespace tower {
 template <class F, class Argnums, bool HasAux, bool WithValue>
 struct grad_transform;
+template <class F, class InDims, class OutDims, class Strategy>
+struct vmap_transform;
 }  // namespace tower
 
 namespace tower {
@@ -54,14 +56,18 @@ struct automatic_t {};
 struct fused_t {};
 /// Run each op's batching rule on [B, ...] tensors.
 struct batched_t {};
+/// Run batching rules on packets of examples small enough that every intermediate stays in cache.
+struct packets_t {};
 inline constexpr automatic_t automatic{};
 inline constexpr fused_t fused{};
 inline constexpr batched_t batched{};
+inline constexpr packets_t packets{};
 }  // namespace strategy
 
 template <class S>
 concept vmap_strategy =
-    std::is_same_v<S, strategy::automatic_t> || std::is_same_v<S, strategy::fused_t> || std::is_same_v<S, strategy::batched_t>;
+    std::is_same_v<S, strategy::automatic_t> || std::is_same_v<S, strategy::fused_t> || std::is_same_v<S, strategy::batched_t> ||
+    std::is_same_v<S, strategy::packets_t>;
 
 namespace detail::fused {
 
@@ -133,6 +139,16 @@ struct stacker {
       std::copy(r.data(), r.data() + n, data.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * n));
     }
   }
+  /// Rows [b0, b0 + n) from a packet's result, batch in dim 0.
+  void put_rows(std::int64_t b0, const tensor<T>& r) {
+    const std::int64_t n = r.size(0);
+    const auto per = static_cast<std::size_t>(r.numel() / std::max<std::int64_t>(n, 1));
+    if (b0 == 0) {
+      example_shape.assign(r.shape().begin() + 1, r.shape().end());
+      data.resize(static_cast<std::size_t>(bs) * per);
+    }
+    std::copy(r.data(), r.data() + r.numel(), data.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b0) * per));
+  }
   tensor<T> finish(std::int64_t out_dim) {
     shape_t s = example_shape;
     s.insert(s.begin(), bs);
@@ -146,6 +162,7 @@ template <class R> struct stack_all {
   stacker<R> s;
   explicit stack_all(std::int64_t b) : s(b) {}
   void put(std::int64_t b, const R& r) { s.put(b, r); }
+  void put_rows(std::int64_t b0, const R& r) { s.put_rows(b0, r); }
   template <class OutDims> auto finish(const OutDims& out) { return s.finish(out_dim<OutDims, 0>(out)); }
 };
 template <class... R> struct stack_all<std::tuple<R...>> {
@@ -153,6 +170,9 @@ template <class... R> struct stack_all<std::tuple<R...>> {
   explicit stack_all(std::int64_t b) : s(stacker<R>(b)...) {}
   void put(std::int64_t b, const std::tuple<R...>& r) {
     [&]<std::size_t... I>(std::index_sequence<I...>) { (std::get<I>(s).put(b, std::get<I>(r)), ...); }(std::index_sequence_for<R...>{});
+  }
+  void put_rows(std::int64_t b0, const std::tuple<R...>& r) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (std::get<I>(s).put_rows(b0, std::get<I>(r)), ...); }(std::index_sequence_for<R...>{});
   }
   template <class OutDims> auto finish(const OutDims& out) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -267,6 +287,72 @@ auto run(const F& f, const InDims& in, const OutDims& out, std::int64_t bs, cons
   return stacked.finish(out);
 }
 
+/// Examples per packet: about 4096 numbers per example-sized intermediate, so a packet's
+/// intermediates (tens of KiB per op) stay in cache and the allocator recycles them.
+inline constexpr std::int64_t packet_numbers = 4096;
+
+template <class InDims, std::size_t I, class X>
+std::int64_t example_numel(const InDims& in, const X& x) {
+  if constexpr (is_batched_arg_v<InDims, I> && is_tensor_v<X>) {
+    const std::int64_t r = x.dim(), d0 = in_dim<InDims, I>(in), d = d0 < 0 ? d0 + r : d0;
+    const std::int64_t n = d >= 0 && d < r ? x.size(d) : 0;
+    return n > 0 ? x.numel() / n : 1;
+  } else {
+    return 1;
+  }
+}
+
+template <class InDims, class... A>
+std::int64_t packet_size(const InDims& in, const A&... a) {
+  std::int64_t per = 1;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((per = std::max(per, example_numel<InDims, I>(in, a))), ...);
+  }(std::index_sequence_for<A...>{});
+  return std::max<std::int64_t>(8, packet_numbers / per);
+}
+
+/// A packet of examples [b0, b0 + n) of a batched argument whose batch is in dim 0.
+template <class T>
+tensor<T> rows(const tensor<T>& front, std::int64_t b0, std::int64_t n) {
+  shape_t s = front.shape();
+  const std::int64_t per = s[0] > 0 ? front.numel() / s[0] : 0;
+  s[0] = n;
+  return tensor<T>(s, std::vector<T>(front.data() + b0 * per, front.data() + (b0 + n) * per));
+}
+
+/// Batching rules on packets of `packet` examples; results stacked at out_dims.
+template <class F, class InDims, class OutDims, class... A>
+auto run_packets(const F& f, const InDims& in, const OutDims& out, std::int64_t bs, std::int64_t packet, const A&... a) {
+  using Seq = std::index_sequence_for<A...>;
+  // Batched arguments with their batch in dim 0; in_dims for the packets accordingly.
+  auto fronts = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple([&]() {
+      if constexpr (is_batched_arg_v<InDims, I>) {
+        static_assert(is_tensor_v<A>, "vmap: a scalar argument cannot be batched; give it tw::none in in_dims");
+        const std::int64_t r = a.dim(), d0 = in_dim<InDims, I>(in), d = d0 < 0 ? d0 + r : d0;
+        return d == 0 ? a : kernels::movedim(a, d, 0);
+      } else {
+        return unbatched<A>{&a};
+      }
+    }()...);
+  }(Seq{});
+  InDims in0 = in;
+  std::apply([](auto&... d) { ((d = [&] { if constexpr (std::is_same_v<std::remove_cvref_t<decltype(d)>, none_t>) return d; else return std::remove_cvref_t<decltype(d)>(0); }()), ...); }, in0.dims);
+  const vmap_transform<F, InDims, out_dims_t<>, strategy::batched_t> v{f, in0, {}};
+  auto call = [&](std::int64_t b0, std::int64_t n) {
+    return std::apply([&](const auto&... p) {
+      return v([&]() -> decltype(auto) {
+        if constexpr (requires { p.get(); }) return p.get();
+        else return rows(p, b0, n);
+      }()...);
+    }, fronts);
+  };
+  using R = std::remove_cvref_t<decltype(call(0, 1))>;
+  stack_all<R> stacked(bs);
+  for (std::int64_t b0 = 0; b0 < bs; b0 += packet) stacked.put_rows(b0, call(b0, std::min(packet, bs - b0)));
+  return stacked.finish(out);
+}
+
 template <class F> struct is_grad_family : std::false_type {};
 template <class F, class Argnums, bool HasAux, bool WithValue>
 struct is_grad_family<grad_transform<F, Argnums, HasAux, WithValue>> : std::true_type {};
@@ -291,26 +377,40 @@ constexpr bool scalar_candidate() {
 
 namespace detail {
 
-/// vmap_transform's hook: the fused result, or nullopt when the batched form should run.
-/// `Batched` is the batched form's result type (the same type: both return plain values).
+/// Batch sizes up to which strategy::automatic runs a function of scalars per example: above it
+/// the per-op cost of recording one tape per example outweighs batching rules' fixed cost per op.
+inline constexpr std::int64_t fused_max_batch = 16;
+
+/// vmap_transform's hook. For strategy::fused / strategy::packets: the result. For
+/// strategy::automatic: the result of the form it picks, or an empty optional when that is the
+/// batched form (vmap_transform then runs it). Every form returns the same plain types.
 template <class Strategy, class F, class InDims, class OutDims, class... A>
 auto try_fused_vmap(const F& f, const InDims& in, const OutDims& out, const A&... a) {
   namespace fz = detail::fused;
+  constexpr bool plain_args = (fz::is_plain_v<A> && ...);
   if constexpr (std::is_same_v<Strategy, strategy::fused_t>) {
-    static_assert((fz::is_plain_v<A> && ...),
-                  "vmap: strategy::fused needs plain arguments (numbers, tensors), not values of an enclosing transform");
+    static_assert(plain_args, "vmap: strategy::fused needs plain arguments (numbers, tensors), not values of an enclosing transform");
     const std::int64_t bs = fz::batch_size(in, a...);
     if (bs == 0) throw error("vmap: strategy::fused needs at least one example");
     if constexpr (fz::scalar_candidate<F, InDims, A...>()) {
       if (fz::scalar_examples<InDims>(a...)) return fz::run<true>(f, in, out, bs, a...);
     }
     return fz::run<false>(f, in, out, bs, a...);
-  } else if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && fz::scalar_candidate<F, InDims, A...>()) {
-    using R = decltype(fz::run<true>(f, in, out, std::int64_t{1}, a...));
-    if (!fz::scalar_examples<InDims>(a...)) return std::optional<R>{};
+  } else if constexpr (std::is_same_v<Strategy, strategy::packets_t>) {
+    static_assert(plain_args, "vmap: strategy::packets needs plain arguments (numbers, tensors), not values of an enclosing transform");
     const std::int64_t bs = fz::batch_size(in, a...);
-    if (bs == 0) return std::optional<R>{};
-    return std::optional<R>{fz::run<true>(f, in, out, bs, a...)};
+    if (bs == 0) throw error("vmap: strategy::packets needs at least one example");
+    return fz::run_packets(f, in, out, bs, fz::packet_size(in, a...), a...);
+  } else if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && plain_args) {
+    using R = decltype(fz::run_packets(f, in, out, std::int64_t{1}, std::int64_t{1}, a...));
+    const std::int64_t bs = fz::batch_size(in, a...);
+    if constexpr (fz::scalar_candidate<F, InDims, A...>()) {
+      static_assert(std::is_same_v<R, decltype(fz::run<true>(f, in, out, bs, a...))>);
+      if (bs > 0 && bs <= fused_max_batch && fz::scalar_examples<InDims>(a...)) return std::optional<R>{fz::run<true>(f, in, out, bs, a...)};
+    }
+    const std::int64_t packet = fz::packet_size(in, a...);
+    if (bs >= 4 * packet) return std::optional<R>{fz::run_packets(f, in, out, bs, packet, a...)};
+    return std::optional<R>{};
   } else {
     return std::optional<int>{};  // batched
   }

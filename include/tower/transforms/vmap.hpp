@@ -73,13 +73,13 @@ struct vmap_transform {
                   "vmap: in_dims must have one entry per argument of f");
     if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
-    } else if constexpr (std::is_same_v<Strategy, strategy::fused_t>) {
-      return detail::try_fused_vmap<Strategy>(f, in, out, a...);  // per-example loop (fused_vmap.hpp)
+    } else if constexpr (std::is_same_v<Strategy, strategy::fused_t> || std::is_same_v<Strategy, strategy::packets_t>) {
+      return detail::try_fused_vmap<Strategy>(f, in, out, a...);  // per example / per packet (fused_vmap.hpp)
     } else {
       constexpr int L = detail::predicted_level<A...>();
       auto batched_run = [&] { return detail::run_at_level<L>("vmap", [&](auto level) { return run<decltype(level)::value>(a...); }); };
       if constexpr (std::is_same_v<Strategy, strategy::automatic_t>) {
-        auto r = detail::try_fused_vmap<Strategy>(f, in, out, a...);  // fused when f is a function of scalars
+        auto r = detail::try_fused_vmap<Strategy>(f, in, out, a...);  // fused / packets when they pay (fused_vmap.hpp)
         if constexpr (std::is_same_v<decltype(r), std::optional<decltype(batched_run())>>)
           if (r) return std::move(*r);
       }
@@ -169,7 +169,7 @@ auto vmap(F f, in_dims_t<D...> in, out_dims_t<O...> out) {
 template <class F, class... O>
 auto vmap(F f, out_dims_t<O...> out) { return vmap_transform<F, in_dims_t<>, out_dims_t<O...>>{std::move(f), {}, out}; }
 
-/// The same with a physical form forced: tw::strategy::fused, tw::strategy::batched (or automatic).
+/// The same with a physical form forced: tw::strategy::fused, ::packets, ::batched (or ::automatic).
 template <class F, vmap_strategy S>
 auto vmap(F f, S) { return vmap_transform<F, in_dims_t<>, out_dims_t<>, S>{std::move(f), {}, {}}; }
 template <class F, class... D, vmap_strategy S>
