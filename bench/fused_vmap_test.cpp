@@ -92,7 +92,7 @@ TEST_CASE("packets of examples agree with the whole batch") {
   const auto in = tw::in_dims(tw::none, 0, 0);
   const tensor<double> b = tw::vmap(tw::grad(logistic), in, tw::strategy::batched)(w, X, Y);
   require_same(tw::vmap(tw::grad(logistic), in, tw::strategy::packets)(w, X, Y), b);  // 3 packets, the last one short
-  require_same(tw::vmap(tw::grad(logistic), in)(w, X, Y), b);                          // automatic picks packets here
+  require_same(tw::vmap(tw::grad(logistic), in)(w, X, Y), b);                          // automatic
 
   const tensor<double> Xt = tw::movedim(X, 0, 1);
   require_same(tw::vmap(tw::grad(logistic), tw::in_dims(tw::none, 1, 0), tw::out_dims(1), tw::strategy::packets)(w, Xt, Y),

@@ -78,9 +78,10 @@ void bm_hand(benchmark::State& st) {
   }
 }
 
+template <class Strategy>
 void bm_tower_static(benchmark::State& st) {
   auto& D = get();
-  auto hessians = tw::vmap(hessian_of, tw::in_dims(0, tw::none));
+  auto hessians = tw::vmap(hessian_of, tw::in_dims(0, tw::none), Strategy{});
   tw::tensor<double> H = hessians(D.X, D.I);
   check_close("tower static", H.data(), D.ref.data(), D.ref.size());
   for (auto _ : st) {
@@ -188,7 +189,8 @@ BENCHMARK(bm_adolc)->Name("hessian_r8/adolc")->Unit(benchmark::kMillisecond);
 #endif
 
 BENCHMARK(bm_hand)->Name("hessian_r8/hand")->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_tower_static)->Name("hessian_r8/tower_static")->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_static<tw::strategy::automatic_t>)->Name("hessian_r8/tower_static")->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_static<tw::strategy::batched_t>)->Name("hessian_r8/tower_static_batched")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_runtime)->Name("hessian_r8/tower_runtime")->Unit(benchmark::kMillisecond);
 #if TOWER_BENCH_HAVE_SACADO
 BENCHMARK(bm_forward_forward<Sacado::Fad::SFad<double, N>, Sacado::Fad::SFad<Sacado::Fad::SFad<double, N>, N>>)

@@ -150,6 +150,7 @@ void register_all() {
     }
   });
   benchmark::RegisterBenchmark((w + "tower_static").c_str(), [](benchmark::State& st) { tower_static<tw::strategy::automatic_t>(st, D); });
+  benchmark::RegisterBenchmark((w + "tower_static_batched").c_str(), [](benchmark::State& st) { tower_static<tw::strategy::batched_t>(st, D); });
   benchmark::RegisterBenchmark((w + "tower_static_fused").c_str(), [](benchmark::State& st) { tower_static<tw::strategy::fused_t>(st, D); });
   benchmark::RegisterBenchmark((w + "tower_runtime").c_str(), [](benchmark::State& st) { tower_runtime(st, D); });
 #if TOWER_BENCH_HAVE_EIGEN_AD

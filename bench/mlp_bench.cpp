@@ -93,9 +93,11 @@ void bm_hand(benchmark::State& st) {
   }
 }
 
+template <class Strategy>
 void bm_tower_static(benchmark::State& st) {
   auto& D = get();
-  auto per_example = tw::vmap(tw::grad(loss, tw::argnums<0, 1, 2, 3>), tw::in_dims(tw::none, tw::none, tw::none, tw::none, 0, 0));
+  auto per_example =
+      tw::vmap(tw::grad(loss, tw::argnums<0, 1, 2, 3>), tw::in_dims(tw::none, tw::none, tw::none, tw::none, 0, 0), Strategy{});
   auto G = per_example(D.W1, D.b1, D.W2, D.b2, D.X, D.Y);
   const auto flat = flatten(G);
   check_close("tower static", flat.data(), D.ref.data(), D.ref.size());
@@ -173,7 +175,8 @@ BENCHMARK(bm_adolc)->Name("mlp_32_64_1/adolc")->Unit(benchmark::kMillisecond);
 #endif
 
 BENCHMARK(bm_hand)->Name("mlp_32_64_1/hand")->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_tower_static)->Name("mlp_32_64_1/tower_static")->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_static<tw::strategy::automatic_t>)->Name("mlp_32_64_1/tower_static")->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_static<tw::strategy::batched_t>)->Name("mlp_32_64_1/tower_static_batched")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_runtime)->Name("mlp_32_64_1/tower_runtime")->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -15,15 +15,27 @@
 // A per-example slice of a batched argument is a plain value: a tensor, or a number (`double`,
 // `float`) when every batched argument is 1-D, f is a grad transform (vmap(grad(f)),
 // vmap(grad_and_value(f))) and every unbatched argument is a number — a function of scalars.
-// Unbatched arguments are passed as they are. (Numbers are offered only to grad transforms
-// because a number is a different C++ type from a rank-0 tensor, and f is compiled for it even
-// when the examples turn out to be tensors; grad already requires f to accept numbers' types.)
+// Unbatched arguments are passed as they are. Caveat: a number is a different C++ type from a
+// rank-0 tensor, and ranks are known only at run time, so under vmap(grad(f)) with tensor
+// batched arguments and number unbatched ones f is also compiled for numbers; a function that
+// cannot compile for numbers (one that calls movedim on its argument, say) needs
+// strategy::batched. Other functions never see numbers they were not given.
 //
-// strategy::automatic (the default) runs the fused form for functions of scalars as above, and
-// batching rules otherwise: for per-example tensors one kernel call per op beats one per op and
-// example. strategy::fused forces the per-example loop for plain arguments (numbers as above,
-// tensors otherwise); strategy::batched forces batching rules. A fused vmap pushes no
-// interpreter: f runs as if called directly, once per example.
+// strategy::packets runs batching rules on packets of examples (about 4096 numbers of each
+// batched argument per packet), so a long chain of ops on a large batch keeps its intermediates
+// in cache instead of streaming batch-sized tensors through memory once per op.
+//
+// strategy::automatic (the default) picks: per example for a function of scalars (as above) on
+// at most 16 examples; packets when a batched argument holds at least 2^17 numbers; batching
+// rules on the whole batch otherwise. strategy::fused, ::packets and ::batched force a form. A
+// fused vmap or a packet loop pushes no interpreter of its own level: f runs as if called
+// directly (per example), or under a batched vmap per packet.
+//
+// Why so little per example: on this branch grad records a runtime tape (typed nodes in an
+// arena, ~20 ns per op on doubles), so one tape per example costs more than one batching-rule
+// kernel per op once the batch exceeds ~16 examples. A compile-time tape for functions of
+// scalars would make the per-example form the fastest one at every batch size.
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -302,14 +314,26 @@ std::int64_t example_numel(const InDims& in, const X& x) {
   }
 }
 
+/// The largest number of numbers in one example of a batched argument.
 template <class InDims, class... A>
-std::int64_t packet_size(const InDims& in, const A&... a) {
+std::int64_t example_numbers(const InDims& in, const A&... a) {
   std::int64_t per = 1;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     ((per = std::max(per, example_numel<InDims, I>(in, a))), ...);
   }(std::index_sequence_for<A...>{});
-  return std::max<std::int64_t>(8, packet_numbers / per);
+  return per;
 }
+
+template <class InDims, class... A>
+std::int64_t packet_size(const InDims& in, const A&... a) {
+  return std::max<std::int64_t>(8, packet_numbers / example_numbers(in, a...));
+}
+
+/// strategy::automatic uses packets when a batched argument holds at least this many numbers
+/// (1 MiB of doubles): below it the whole batch's intermediates stay in cache anyway and the
+/// fixed cost per op and packet is pure loss (logistic regression, d = 16, B = 4096, is 10-20%
+/// slower in packets; Lennard-Jones with B = 2^20 is 1.8x faster).
+inline constexpr std::int64_t packets_min_numbers = std::int64_t{1} << 17;
 
 /// A packet of examples [b0, b0 + n) of a batched argument whose batch is in dim 0.
 template <class T>
@@ -408,8 +432,10 @@ auto try_fused_vmap(const F& f, const InDims& in, const OutDims& out, const A&..
       static_assert(std::is_same_v<R, decltype(fz::run<true>(f, in, out, bs, a...))>);
       if (bs > 0 && bs <= fused_max_batch && fz::scalar_examples<InDims>(a...)) return std::optional<R>{fz::run<true>(f, in, out, bs, a...)};
     }
-    const std::int64_t packet = fz::packet_size(in, a...);
-    if (bs >= 4 * packet) return std::optional<R>{fz::run_packets(f, in, out, bs, packet, a...)};
+    const std::int64_t per = fz::example_numbers(in, a...);
+    const std::int64_t packet = std::max<std::int64_t>(8, fz::packet_numbers / per);
+    if (bs >= 4 * packet && bs * per >= fz::packets_min_numbers)
+      return std::optional<R>{fz::run_packets(f, in, out, bs, packet, a...)};
     return std::optional<R>{};
   } else {
     return std::optional<int>{};  // batched
