@@ -208,7 +208,7 @@ template <class X>
 auto reshape(const X& x, const shape_t& s) {
   using T = element_t<X>;
   const tensor<T> t = as_tensor<T>(x);
-  return tensor<T>(infer_shape("reshape", s, t.numel(), t.shape()), t.values());
+  return t.with_shape(infer_shape("reshape", s, t.numel(), t.shape()));
 }
 
 /// Moves dimension `src` to position `dst`, keeping the others in order.

@@ -65,6 +65,16 @@ class tensor {
   }
   const std::vector<T>& values() const { return *data_; }
 
+  /// The same elements under another shape with as many elements, sharing the storage
+  /// (copy-on-write keeps value semantics): reshape without a copy.
+  tensor with_shape(shape_t s) const {
+    if (numel_of(s) != numel())
+      throw error("tensor: shape " + detail::shape_str(s) + " does not hold " + std::to_string(numel()) + " values");
+    tensor r = *this;
+    r.shape_ = std::move(s);
+    return r;
+  }
+
   template <class... I>
   const T& operator()(I... idx) const { return (*data_)[offset({static_cast<std::int64_t>(idx)...})]; }
   template <class... I>
