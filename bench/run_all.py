@@ -89,6 +89,12 @@ def main():
         f = ft.get(workload)
         print(f"| {workload} | {fmt(st)} | {fmt(batched)} | {fmt(rt)} | {fmt(hand)} | {ratio(st, hand)} | {ratio(rt, st)} | "
               f"{peers or '—'} | {fmt(f)} | {ratio(f, st)} |")
+    others = [(w, k, t, v.get("hand")) for w, v in results.items() for k, t in sorted(v.items())
+              if k.startswith("tower") and k not in ("tower_static", "tower_static_batched", "tower_runtime")]
+    if others:
+        print()
+        for w, k, t, hand in others:
+            print(f"- {w} / {k}: {fmt(t)} ({ratio(t, hand)} hand-written)")
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 // The tape of a grad call on the static path: reverse mode with typed nodes in an arena.
 //
 // Each recorded op becomes one op_node<Op, Out, In...> that saves its inputs' primals and its
-// output, and knows its parents' nodes by type. Nodes live in a monotonic arena owned by the
-// tape (no allocation per op once the arena has grown), and backward() visits them in reverse
-// creation order, each calling its op's VJP rule. Adjoints are values one level down, so the
+// output, and knows its parents' nodes by type. Nodes live in a bump arena owned by the tape
+// (an inline buffer, then blocks from a per-thread pool: no heap allocation per op, none per
+// call once warm) and form an intrusive list; backward() visits them in reverse creation order,
+// each calling its op's VJP rule. Adjoints are values one level down, so the
 // VJP rules themselves dispatch to lower levels: grad(grad(f)) and vmap(grad(f)) just work.
 #include <algorithm>
 #include <cstddef>
