@@ -64,17 +64,25 @@ inline std::vector<std::int64_t> broadcast_strides(const shape_t& in, const shap
   return st;
 }
 
-/// Calls body(out_index, offset_a, offset_b) over `out` with broadcast strides for a and b.
+/// Calls body(out_index, offset_a, offset_b) over `out` with broadcast strides for a and b, in
+/// row-major order. The innermost dimension is a plain loop (the odometer only turns per row),
+/// so the common cases vectorise.
 template <class Body>
 void for_each_broadcast(const shape_t& out, const std::vector<std::int64_t>& sa,
                         const std::vector<std::int64_t>& sb, Body&& body) {
   const std::int64_t n = numel_of(out);
   const std::size_t r = out.size();
+  if (n == 0) return;
+  if (r == 0) {
+    body(std::int64_t{0}, std::int64_t{0}, std::int64_t{0});
+    return;
+  }
+  const std::int64_t inner = out[r - 1], ia = sa[r - 1], ib = sb[r - 1];
   std::vector<std::int64_t> idx(r, 0);
   std::int64_t oa = 0, ob = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    body(i, oa, ob);
-    for (std::size_t k = r; k-- > 0;) {
+  for (std::int64_t i = 0; i < n; i += inner) {
+    for (std::int64_t j = 0; j < inner; ++j) body(i + j, oa + j * ia, ob + j * ib);
+    for (std::size_t k = r - 1; k-- > 0;) {
       if (++idx[k] < out[k]) { oa += sa[k]; ob += sb[k]; break; }
       oa -= sa[k] * (out[k] - 1);
       ob -= sb[k] * (out[k] - 1);
@@ -200,7 +208,7 @@ template <class X>
 auto reshape(const X& x, const shape_t& s) {
   using T = element_t<X>;
   const tensor<T> t = as_tensor<T>(x);
-  return tensor<T>(infer_shape("reshape", s, t.numel(), t.shape()), t.values());
+  return t.with_shape(infer_shape("reshape", s, t.numel(), t.shape()));
 }
 
 /// Moves dimension `src` to position `dst`, keeping the others in order.

@@ -2,11 +2,14 @@
 // The tape of a grad call on the static path: reverse mode with typed nodes in an arena.
 //
 // Each recorded op becomes one op_node<Op, Out, In...> that saves its inputs' primals and its
-// output, and knows its parents' nodes by type. Nodes live in a monotonic arena owned by the
-// tape (no allocation per op once the arena has grown), and backward() visits them in reverse
-// creation order, each calling its op's VJP rule. Adjoints are values one level down, so the
+// output, and knows its parents' nodes by type. Nodes live in a bump arena owned by the tape
+// (an inline buffer, then blocks from a per-thread pool: no heap allocation per op, none per
+// call once warm) and form an intrusive list; backward() visits them in reverse creation order,
+// each calling its op's VJP rule. Adjoints are values one level down, so the
 // VJP rules themselves dispatch to lower levels: grad(grad(f)) and vmap(grad(f)) just work.
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory_resource>
 #include <new>
 #include <optional>
@@ -19,6 +22,7 @@
 namespace tower::detail {
 
 struct node_base {
+  node_base* prev_node = nullptr;  // the node recorded just before this one: the tape is a list
   virtual void backward() = 0;
   virtual ~node_base() = default;
 };
@@ -68,31 +72,79 @@ struct op_node<Op, Out, std::tuple<In...>, std::tuple<P...>> final : var_node<Ou
   }
 };
 
+/// Where a tape's arena grows past its inline buffer: a per-thread pool that keeps the blocks
+/// a finished tape returns, so repeated grad calls reach a steady state with no heap allocation.
+inline std::pmr::memory_resource* tape_upstream() {
+  thread_local std::pmr::unsynchronized_pool_resource pool(std::pmr::pool_options{0, std::size_t{1} << 24});
+  return &pool;
+}
+
+/// The nodes of one grad call, in a bump arena: an inline buffer, then blocks from the thread's
+/// pool (tape_upstream). Nodes form an intrusive list, newest first, so recording an op is a
+/// pointer bump and two stores: no allocation and no virtual call into a memory resource.
 class grad_tape {
  public:
-  grad_tape() : arena_(buffer_, sizeof(buffer_)) { nodes_.reserve(64); }
+  grad_tape() = default;
   ~grad_tape() {
-    for (auto* n : nodes_) n->~node_base();
+    for (node_base* n = last_; n;) {
+      node_base* prev = n->prev_node;
+      n->~node_base();
+      n = prev;
+    }
+    for (block* b = blocks_; b;) {
+      block* next = b->next;
+      tape_upstream()->deallocate(b, b->size, alignof(std::max_align_t));
+      b = next;
+    }
   }
   grad_tape(const grad_tape&) = delete;
   grad_tape& operator=(const grad_tape&) = delete;
 
   template <class N, class... A>
   N* make(A&&... a) {
-    void* p = arena_.allocate(sizeof(N), alignof(N));
+    void* p = allocate(sizeof(N), alignof(N));
     N* n = ::new (p) N(std::forward<A>(a)...);
-    nodes_.push_back(n);
+    n->prev_node = last_;
+    last_ = n;
     return n;
   }
 
   void backward() {
-    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) (*it)->backward();
+    for (node_base* n = last_; n; n = n->prev_node) n->backward();
   }
 
  private:
+  struct block {
+    block* next;
+    std::size_t size;
+  };
+
+  static std::byte* align_up(std::byte* p, std::size_t a) {
+    const auto v = reinterpret_cast<std::uintptr_t>(p);
+    return reinterpret_cast<std::byte*>((v + a - 1) & ~(static_cast<std::uintptr_t>(a) - 1));
+  }
+  void* allocate(std::size_t size, std::size_t align) {
+    std::byte* p = align_up(cur_, align);
+    if (p + size > end_) [[unlikely]] p = grow(size, align);
+    cur_ = p + size;
+    return p;
+  }
+  std::byte* grow(std::size_t size, std::size_t align) {
+    const std::size_t want = std::max(next_block_, sizeof(block) + size + align);
+    next_block_ = 2 * want;
+    auto* mem = static_cast<std::byte*>(tape_upstream()->allocate(want, alignof(std::max_align_t)));
+    blocks_ = ::new (mem) block{blocks_, want};
+    cur_ = mem + sizeof(block);
+    end_ = mem + want;
+    return align_up(cur_, align);
+  }
+
   alignas(std::max_align_t) std::byte buffer_[4096];
-  std::pmr::monotonic_buffer_resource arena_;
-  std::vector<node_base*> nodes_;
+  std::byte* cur_ = buffer_;
+  std::byte* end_ = buffer_ + sizeof(buffer_);
+  block* blocks_ = nullptr;
+  std::size_t next_block_ = 16384;
+  node_base* last_ = nullptr;
 };
 
 }  // namespace tower::detail

@@ -54,7 +54,8 @@ class tensor {
   }
   tensor(shape_t shape, std::initializer_list<T> data) : tensor(std::move(shape), std::vector<T>(data)) {}
   /// A 1-D tensor from a vector.
-  explicit tensor(std::vector<T> v) : shape_{static_cast<std::int64_t>(v.size())}, data_(std::make_shared<std::vector<T>>(std::move(v))) {}
+  explicit tensor(std::vector<T> v)  // members in declaration order: the size is read before the move
+      : shape_{static_cast<std::int64_t>(v.size())}, data_(std::make_shared<std::vector<T>>(std::move(v))) {}
   /// Nested initializer lists, NumPy style: tensor<double>{{1, 2}, {3, 4}} is [2, 2]. Ragged
   /// lists raise tower::error.
   tensor(std::initializer_list<T> v) : tensor(std::vector<T>(v)) {}
@@ -74,6 +75,16 @@ class tensor {
     return data_->data();
   }
   const std::vector<T>& values() const { return *data_; }
+
+  /// The same elements under another shape with as many elements, sharing the storage
+  /// (copy-on-write keeps value semantics): reshape without a copy.
+  tensor with_shape(shape_t s) const {
+    if (numel_of(s) != numel())
+      throw error("tensor: shape " + detail::shape_str(s) + " does not hold " + std::to_string(numel()) + " values");
+    tensor r = *this;
+    r.shape_ = std::move(s);
+    return r;
+  }
 
   template <class... I>
   const T& operator()(I... idx) const { return (*data_)[offset({static_cast<std::int64_t>(idx)...})]; }

@@ -22,6 +22,7 @@
 #include "tower/pytree.hpp"
 #include "tower/static_values.hpp"
 #include "tower/transforms/batch_size.hpp"
+#include "tower/transforms/fused_vmap.hpp"
 #include "tower/transforms/options.hpp"
 #include "tower/transforms/runtime_function.hpp"
 #include "tower/transforms/runtime_transforms.hpp"
@@ -135,7 +136,7 @@ auto unbatch(const R& r, std::int64_t out_dim, std::int64_t bs, std::uint64_t se
 
 }  // namespace detail
 
-template <class F, class InDims, class OutDims, int Floor = 0>
+template <class F, class InDims, class OutDims, class Strategy = strategy::automatic_t, int Floor = 0>
 struct vmap_transform {
   F f;
   InDims in;
@@ -148,14 +149,38 @@ struct vmap_transform {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
+    } else if constexpr (std::is_same_v<Strategy, strategy::fused_t> || std::is_same_v<Strategy, strategy::packets_t>) {
+      static_assert(fused_applies<A...>(), "vmap: strategy::fused and ::packets need plain arguments and in_dims of ints or tw::none");
+      return detail::try_fused_vmap<Strategy>(f, in, out, a...);  // per example / per packet (fused_vmap.hpp)
     } else {
       static_assert((is_pytree_v<A> && ...), "vmap: arguments must be numbers, tensors or pytrees of them");
       constexpr int L = pytree_level<A...>() + 1;
-      return detail::run_at_level<L, Floor>("vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
+      auto batched_run = [&] {
+        return detail::run_at_level<L, Floor>("vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
+      };
+      if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && fused_applies<A...>() &&
+                    detail::fused::plain_result_v<decltype(batched_run())>) {
+        if (opts.chunk_size <= 0 && opts.randomness == randomness_kind::error) {
+          auto r = detail::try_fused_vmap<Strategy>(f, in, out, a...);  // fused / packets when they pay (fused_vmap.hpp)
+          if constexpr (std::is_same_v<decltype(r), std::optional<decltype(batched_run())>>)
+            if (r) return std::move(*r);
+        }
+      }
+      return batched_run();
     }
   }
 
  private:
+  /// The fused and packet forms (fused_vmap.hpp) take in_dims entries that are ints or none for
+  /// plain arguments; nested entries, an int for every argument and pytrees take the batched form.
+  template <class... A>
+  static constexpr bool fused_applies() {
+    if constexpr (std::is_same_v<InDims, in_dims_all_t>) return false;
+    else return []<class... D>(std::type_identity<std::tuple<D...>>) {
+      return ((std::is_integral_v<D> || std::is_same_v<D, none_t>) && ...);
+    }(std::type_identity<std::remove_cvref_t<decltype(InDims::dims)>>{}) && (kernels::is_plain_v<A> && ...);
+  }
+
   /// The static checks, before anything else is instantiated: std::true_type, or std::false_type
   /// after reporting the first failure as the compiler's first error line.
   template <class... A>
@@ -276,13 +301,15 @@ struct vmap_transform {
   }
 };
 
-template <class F, class I, class O, int Fl>
-struct is_runtime_function<vmap_transform<F, I, O, Fl>> : is_runtime_function<F> {};
+template <class F, class I, class O, class S, int Fl>
+struct is_runtime_function<vmap_transform<F, I, O, S, Fl>> : is_runtime_function<F> {};
 
 namespace detail {
 /// vmap inside a tower composite (see run_at_level's Floor).
 template <int Floor, class F, class... D>
-auto vmap_at(F f, in_dims_t<D...> in) { return vmap_transform<F, in_dims_t<D...>, out_dims_t<>, Floor>{std::move(f), in, {}, {}}; }
+auto vmap_at(F f, in_dims_t<D...> in) {
+  return vmap_transform<F, in_dims_t<D...>, out_dims_t<>, strategy::automatic_t, Floor>{std::move(f), in, {}, {}};
+}
 }  // namespace detail
 
 namespace detail {
@@ -305,16 +332,22 @@ void set_vmap_option(R& r, const O& o) {
 
 template <class T>
 concept vmap_option = std::is_integral_v<T> || std::is_same_v<T, randomness_t> || std::is_same_v<T, chunk_size_t> ||
-                      requires(T t) { t.dims; };
+                      vmap_strategy<T> || requires(T t) { t.dims; };
+
+template <class... Opt> struct find_strategy { using type = strategy::automatic_t; };
+template <class First, class... Rest> requires vmap_strategy<First> struct find_strategy<First, Rest...> { using type = First; };
+template <class First, class... Rest> struct find_strategy<First, Rest...> : find_strategy<Rest...> {};
 }  // namespace detail
 
 /// vmap(f, options...): options in any order — in_dims(...) (or an int for every argument),
-/// out_dims(...), chunk_size(n), randomness::error / same / different.
+/// out_dims(...), chunk_size(n), randomness::error / same / different, and the physical form:
+/// strategy::automatic (default), ::fused, ::packets, ::batched (fused_vmap.hpp).
 template <class F, detail::vmap_option... Opt>
 auto vmap(F f, Opt... opt) {
   using In = typename detail::find_in_dims<Opt...>::type;
   using Out = typename detail::find_out_dims<Opt...>::type;
-  vmap_transform<F, In, Out> r{std::move(f), {}, {}, {}};
+  using S = typename detail::find_strategy<Opt...>::type;
+  vmap_transform<F, In, Out, S> r{std::move(f), {}, {}, {}};
   (detail::set_vmap_option(r, opt), ...);
   return r;
 }

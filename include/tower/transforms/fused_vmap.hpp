@@ -1,0 +1,444 @@
+#pragma once
+// vmap's second physical form: fused per-example evaluation (DESIGN.md, "vmap has two physical
+// forms, one meaning").
+//
+//   tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::fused)(X, w);    // a loop of f over examples
+//   tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::batched)(X, w);  // batching rules, [B, ...] tensors
+//   tw::vmap(f, tw::in_dims(0, tw::none))(X, w);                          // strategy::automatic
+//
+// The batched form runs each op once on a [B, ...] tensor (its batching rule). The fused form runs
+// f once per example on plain per-example values and stacks the results, so a chain of
+// elementwise ops on scalars stays in registers and nothing batch-sized is materialised:
+// vmap(grad(f)) over scalars becomes a loop calling grad(f) on doubles. Both give the same
+// numbers (bench/fused_vmap_test.cpp checks it; with -march=native FMA contraction may differ
+// between the forms in the last bit), with the same batch-size errors.
+//
+// A per-example slice of a batched argument is a plain value: a tensor, or a number (`double`,
+// `float`) when every batched argument is 1-D, f is a grad transform (vmap(grad(f)),
+// vmap(grad_and_value(f))) and every unbatched argument is a number — a function of scalars.
+// Unbatched arguments are passed as they are. Caveat: a number is a different C++ type from a
+// rank-0 tensor, and ranks are known only at run time, so under vmap(grad(f)) with tensor
+// batched arguments and number unbatched ones f is also compiled for numbers; a function that
+// cannot compile for numbers (one that calls movedim on its argument, say) needs
+// strategy::batched. Other functions never see numbers they were not given.
+//
+// strategy::packets runs batching rules on packets of examples (about 4096 numbers of each
+// batched argument per packet), so a long chain of ops on a large batch keeps its intermediates
+// in cache instead of streaming batch-sized tensors through memory once per op.
+//
+// strategy::automatic (the default) picks packets when a batched argument holds at least 2^17
+// numbers, and batching rules on the whole batch otherwise. It never picks the per-example form
+// on numbers, since that compiles f for numbers, which a function written for tensors may not
+// accept; strategy::fused asks for it explicitly. strategy::fused, ::packets and ::batched force a form. A
+// fused vmap or a packet loop pushes no interpreter of its own level: f runs as if called
+// directly (per example), or under a batched vmap per packet.
+//
+// Why so little per example: on this branch grad records a runtime tape (typed nodes in an
+// arena, ~20 ns per op on doubles), so one tape per example costs more than one batching-rule
+// kernel per op once the batch exceeds ~16 examples. A compile-time tape for functions of
+// scalars would make the per-example form the fastest one at every batch size.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "dsl/shape_ops.hpp"
+#include "tower/interpreter_stack.hpp"
+#include "tower/kernels.hpp"
+#include "tower/static_values.hpp"
+#include "tower/tensor.hpp"
+#include "tower/transforms/batch_size.hpp"
+#include "tower/transforms/options.hpp"
+
+namespace tower {
+template <class F, class Argnums, bool HasAux, bool WithValue, int Floor>
+struct grad_transform;
+template <class F, class InDims, class OutDims, class Strategy, int Floor>
+struct vmap_transform;
+}  // namespace tower
+
+namespace tower {
+
+namespace strategy {
+/// The library chooses (see fused_vmap.hpp).
+struct automatic_t {};
+/// Run f once per example on plain values and stack the results.
+struct fused_t {};
+/// Run each op's batching rule on [B, ...] tensors.
+struct batched_t {};
+/// Run batching rules on packets of examples small enough that every intermediate stays in cache.
+struct packets_t {};
+inline constexpr automatic_t automatic{};
+inline constexpr fused_t fused{};
+inline constexpr batched_t batched{};
+inline constexpr packets_t packets{};
+}  // namespace strategy
+
+template <class S>
+concept vmap_strategy =
+    std::is_same_v<S, strategy::automatic_t> || std::is_same_v<S, strategy::fused_t> || std::is_same_v<S, strategy::batched_t> ||
+    std::is_same_v<S, strategy::packets_t>;
+
+namespace detail::fused {
+
+template <class InDims, std::size_t I>
+auto in_dim(const InDims& in) {
+  if constexpr (std::tuple_size_v<decltype(in.dims)> == 0) return std::int64_t{0};
+  else return std::get<I>(in.dims);
+}
+template <class InDims, std::size_t I>
+inline constexpr bool is_batched_arg_v = !std::is_same_v<std::remove_cvref_t<decltype(in_dim<InDims, I>(std::declval<InDims>()))>, none_t>;
+
+template <class OutDims, std::size_t I>
+std::int64_t out_dim(const OutDims& out) {
+  if constexpr (std::tuple_size_v<decltype(out.dims)> == 0) return 0;
+  else if constexpr (std::tuple_size_v<decltype(out.dims)> == 1) return std::get<0>(out.dims);
+  else return std::get<I>(out.dims);
+}
+
+template <class X> inline constexpr bool is_plain_v = kernels::is_plain_v<X>;
+
+/// A value f may return per example: plain numbers and tensors, and tuples of them.
+template <class R> struct plain_result : std::bool_constant<is_plain_v<R>> {};
+template <class... R> struct plain_result<std::tuple<R...>> : std::bool_constant<(is_plain_v<R> && ...)> {};
+template <class R> inline constexpr bool plain_result_v = plain_result<std::remove_cvref_t<R>>::value;
+
+/// One batched argument with its batch moved to the front, cut into examples.
+template <class X, bool Scalar>
+struct sliced {
+  using T = kernels::element_t<X>;
+  tensor<T> front;  // batch in dim 0
+  shape_t example_shape;
+  std::int64_t example_numel = 1;
+
+  sliced(const X& x, std::int64_t dim) {
+    const auto r = static_cast<std::int64_t>(x.dim());
+    const std::int64_t d = dim < 0 ? dim + r : dim;
+    front = d == 0 ? x : kernels::movedim(x, d, 0);
+    example_shape.assign(front.shape().begin() + 1, front.shape().end());
+    example_numel = numel_of(example_shape);
+  }
+  auto operator[](std::int64_t b) const {
+    if constexpr (Scalar) return front.data()[b];
+    else return tensor<T>(example_shape, std::vector<T>(front.data() + b * example_numel, front.data() + (b + 1) * example_numel));
+  }
+};
+
+/// Collects one plain per-example result into a [B, ...] tensor.
+template <class R>
+struct stacker {
+  using T = kernels::element_t<R>;
+  std::int64_t bs;
+  shape_t example_shape;
+  std::vector<T> data;
+
+  explicit stacker(std::int64_t b) : bs(b) {}
+  void put(std::int64_t b, const R& r) {
+    if constexpr (kernels::is_plain_scalar_v<R>) {
+      if (b == 0) data.resize(static_cast<std::size_t>(bs));
+      data[static_cast<std::size_t>(b)] = r;
+    } else {
+      const auto n = static_cast<std::size_t>(r.numel());
+      if (b == 0) {
+        example_shape = r.shape();
+        data.resize(static_cast<std::size_t>(bs) * n);
+      } else if (r.shape() != example_shape) {
+        throw error("vmap: f returned values of shapes " + detail::shape_str(example_shape) + " and " +
+                    detail::shape_str(r.shape()) + " for different examples");
+      }
+      std::copy(r.data(), r.data() + n, data.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * n));
+    }
+  }
+  /// Rows [b0, b0 + n) from a packet's result, batch in dim 0.
+  void put_rows(std::int64_t b0, const tensor<T>& r) {
+    const std::int64_t n = r.size(0);
+    const auto per = static_cast<std::size_t>(r.numel() / std::max<std::int64_t>(n, 1));
+    if (b0 == 0) {
+      example_shape.assign(r.shape().begin() + 1, r.shape().end());
+      data.resize(static_cast<std::size_t>(bs) * per);
+    }
+    std::copy(r.data(), r.data() + r.numel(), data.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b0) * per));
+  }
+  tensor<T> finish(std::int64_t out_dim) {
+    shape_t s = example_shape;
+    s.insert(s.begin(), bs);
+    tensor<T> t(s, std::move(data));
+    const std::int64_t d = tensor<T>::normalize_dim(out_dim, static_cast<std::int64_t>(s.size()));
+    return d == 0 ? t : kernels::movedim(t, 0, d);
+  }
+};
+
+template <class R> struct stack_all {
+  stacker<R> s;
+  explicit stack_all(std::int64_t b) : s(b) {}
+  void put(std::int64_t b, const R& r) { s.put(b, r); }
+  void put_rows(std::int64_t b0, const R& r) { s.put_rows(b0, r); }
+  template <class OutDims> auto finish(const OutDims& out) { return s.finish(out_dim<OutDims, 0>(out)); }
+};
+template <class... R> struct stack_all<std::tuple<R...>> {
+  std::tuple<stacker<R>...> s;
+  explicit stack_all(std::int64_t b) : s(stacker<R>(b)...) {}
+  void put(std::int64_t b, const std::tuple<R...>& r) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (std::get<I>(s).put(b, std::get<I>(r)), ...); }(std::index_sequence_for<R...>{});
+  }
+  void put_rows(std::int64_t b0, const std::tuple<R...>& r) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (std::get<I>(s).put_rows(b0, std::get<I>(r)), ...); }(std::index_sequence_for<R...>{});
+  }
+  template <class OutDims> auto finish(const OutDims& out) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::make_tuple(std::get<I>(s).finish(out_dim<OutDims, I>(out))...);
+    }(std::index_sequence_for<R...>{});
+  }
+};
+
+/// An argument that vmap does not batch: every example sees it as it is.
+template <class X>
+struct unbatched {
+  const X* x;
+  const X& get() const { return *x; }
+};
+
+/// The argument f sees for example b: a slice of a batched argument, or the argument itself.
+template <class InDims, bool Scalar, std::size_t I, class X>
+auto prepare(const InDims& in, const X& x) {
+  if constexpr (is_batched_arg_v<InDims, I>) {
+    static_assert(is_tensor_v<X>, "vmap: a scalar argument cannot be batched; give it tw::none in in_dims");
+    return sliced<X, Scalar>(x, in_dim<InDims, I>(in));
+  } else {
+    return unbatched<X>{&x};
+  }
+}
+template <class P>
+decltype(auto) example_of(const P& p, std::int64_t b) {
+  if constexpr (requires { p.get(); }) return p.get();
+  else return p[b];
+}
+
+/// The per-example argument types of f (Scalar: batched arguments' examples are numbers).
+template <class InDims, bool Scalar, class Seq, class... A> struct example_types;
+template <class InDims, bool Scalar, std::size_t... I, class... A>
+struct example_types<InDims, Scalar, std::index_sequence<I...>, A...> {
+  template <std::size_t K, class X>
+  static auto one() {
+    if constexpr (!is_batched_arg_v<InDims, K>) return std::type_identity<const X&>{};
+    else if constexpr (Scalar) return std::type_identity<kernels::element_t<X>>{};
+    else return std::type_identity<tensor<kernels::element_t<X>>>{};
+  }
+  template <class F>
+  using result_of = std::invoke_result_t<const F&, typename decltype(one<I, A>())::type...>;
+};
+
+template <class InDims, std::size_t I, class X>
+void merge_one(const InDims& in, const X& x, std::int64_t& bs, std::string& first) {
+  if constexpr (is_batched_arg_v<InDims, I>) merge_batch_size(I, in_dim<InDims, I>(in), shape(x), bs, first);
+}
+
+/// The batch size without building messages; ok = false sends batch_size to the checked path.
+template <class InDims, std::size_t I, class X>
+void merge_fast(const InDims& in, const X& x, std::int64_t& bs, bool& ok) {
+  if constexpr (is_batched_arg_v<InDims, I>) {
+    if constexpr (is_tensor_v<X>) {
+      const std::int64_t r = x.dim(), d = in_dim<InDims, I>(in);
+      if (d < -r || d >= r) {
+        ok = false;
+        return;
+      }
+      const std::int64_t n = x.shape()[static_cast<std::size_t>(d < 0 ? d + r : d)];
+      if (bs < 0) bs = n;
+      else if (n != bs) ok = false;
+    } else {
+      ok = false;
+    }
+  }
+}
+
+/// Batch size, with the batched form's checks and messages.
+template <class InDims, class... A>
+std::int64_t batch_size(const InDims& in, const A&... a) {
+  std::int64_t bs = -1;
+  bool ok = true;
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (merge_fast<InDims, I>(in, a, bs, ok), ...); }(std::index_sequence_for<A...>{});
+  if (ok && bs >= 0) return bs;
+  bs = -1;
+  std::string first;
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (merge_one<InDims, I>(in, a, bs, first), ...); }(std::index_sequence_for<A...>{});
+  require_batched(bs);
+  return bs;
+}
+
+/// True when every batched argument is 1-D (its examples are numbers).
+template <class InDims, class... A>
+bool scalar_examples(const A&... a) {
+  bool ok = true;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((ok = ok && (!is_batched_arg_v<InDims, I> || [&] {
+                    if constexpr (is_tensor_v<A>) return a.dim() == 1;
+                    else return false;
+                  }())),
+     ...);
+  }(std::index_sequence_for<A...>{});
+  return ok;
+}
+
+/// The fused loop: f on every example, results stacked at out_dims.
+template <bool Scalar, class F, class InDims, class OutDims, class... A>
+auto run(const F& f, const InDims& in, const OutDims& out, std::int64_t bs, const A&... a) {
+  using Seq = std::index_sequence_for<A...>;
+  auto prepared = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple(prepare<InDims, Scalar, I>(in, a)...);
+  }(Seq{});
+  auto call = [&](std::int64_t b) {
+    return std::apply([&](const auto&... p) { return f(example_of(p, b)...); }, prepared);
+  };
+  using R = std::remove_cvref_t<decltype(call(0))>;
+  static_assert(plain_result_v<R>, "vmap: strategy::fused needs f to return numbers, tensors or tuples of them per example");
+  stack_all<R> stacked(bs);
+  for (std::int64_t b = 0; b < bs; ++b) stacked.put(b, call(b));
+  return stacked.finish(out);
+}
+
+/// Examples per packet: about 4096 numbers per example-sized intermediate, so a packet's
+/// intermediates (tens of KiB per op) stay in cache and the allocator recycles them.
+inline constexpr std::int64_t packet_numbers = 4096;
+
+template <class InDims, std::size_t I, class X>
+std::int64_t example_numel(const InDims& in, const X& x) {
+  if constexpr (is_batched_arg_v<InDims, I> && is_tensor_v<X>) {
+    const std::int64_t r = x.dim(), d0 = in_dim<InDims, I>(in), d = d0 < 0 ? d0 + r : d0;
+    const std::int64_t n = d >= 0 && d < r ? x.size(d) : 0;
+    return n > 0 ? x.numel() / n : 1;
+  } else {
+    return 1;
+  }
+}
+
+/// The largest number of numbers in one example of a batched argument.
+template <class InDims, class... A>
+std::int64_t example_numbers(const InDims& in, const A&... a) {
+  std::int64_t per = 1;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((per = std::max(per, example_numel<InDims, I>(in, a))), ...);
+  }(std::index_sequence_for<A...>{});
+  return per;
+}
+
+template <class InDims, class... A>
+std::int64_t packet_size(const InDims& in, const A&... a) {
+  return std::max<std::int64_t>(8, packet_numbers / example_numbers(in, a...));
+}
+
+/// strategy::automatic uses packets when a batched argument holds at least this many numbers
+/// (1 MiB of doubles): below it the whole batch's intermediates stay in cache anyway and the
+/// fixed cost per op and packet is pure loss (logistic regression, d = 16, B = 4096, is 10-20%
+/// slower in packets; Lennard-Jones with B = 2^20 is 1.8x faster).
+inline constexpr std::int64_t packets_min_numbers = std::int64_t{1} << 17;
+
+/// A packet of examples [b0, b0 + n) of a batched argument whose batch is in dim 0.
+template <class T>
+tensor<T> rows(const tensor<T>& front, std::int64_t b0, std::int64_t n) {
+  shape_t s = front.shape();
+  const std::int64_t per = s[0] > 0 ? front.numel() / s[0] : 0;
+  s[0] = n;
+  return tensor<T>(s, std::vector<T>(front.data() + b0 * per, front.data() + (b0 + n) * per));
+}
+
+/// Batching rules on packets of `packet` examples; results stacked at out_dims.
+template <class F, class InDims, class OutDims, class... A>
+auto run_packets(const F& f, const InDims& in, const OutDims& out, std::int64_t bs, std::int64_t packet, const A&... a) {
+  using Seq = std::index_sequence_for<A...>;
+  // Batched arguments with their batch in dim 0; in_dims for the packets accordingly.
+  auto fronts = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple([&]() {
+      if constexpr (is_batched_arg_v<InDims, I>) {
+        static_assert(is_tensor_v<A>, "vmap: a scalar argument cannot be batched; give it tw::none in in_dims");
+        const std::int64_t r = a.dim(), d0 = in_dim<InDims, I>(in), d = d0 < 0 ? d0 + r : d0;
+        return d == 0 ? a : kernels::movedim(a, d, 0);
+      } else {
+        return unbatched<A>{&a};
+      }
+    }()...);
+  }(Seq{});
+  InDims in0 = in;
+  std::apply([](auto&... d) { ((d = [&] { if constexpr (std::is_same_v<std::remove_cvref_t<decltype(d)>, none_t>) return d; else return std::remove_cvref_t<decltype(d)>(0); }()), ...); }, in0.dims);
+  const vmap_transform<F, InDims, out_dims_t<>, strategy::batched_t, 0> v{f, in0, {}, {}};
+  auto call = [&](std::int64_t b0, std::int64_t n) {
+    return std::apply([&](const auto&... p) {
+      return v([&]() -> decltype(auto) {
+        if constexpr (requires { p.get(); }) return p.get();
+        else return rows(p, b0, n);
+      }()...);
+    }, fronts);
+  };
+  using R = std::remove_cvref_t<decltype(call(0, 1))>;
+  stack_all<R> stacked(bs);
+  for (std::int64_t b0 = 0; b0 < bs; b0 += packet) stacked.put_rows(b0, call(b0, std::min(packet, bs - b0)));
+  return stacked.finish(out);
+}
+
+template <class F> struct is_grad_family : std::false_type {};
+template <class F, class Argnums, bool HasAux, bool WithValue, int Fl>
+struct is_grad_family<grad_transform<F, Argnums, HasAux, WithValue, Fl>> : std::true_type {};
+
+/// Whether examples that are numbers may be passed as numbers (see the header comment): f is a
+/// grad transform (vmap(grad(f)), vmap(grad_and_value(f))), batched arguments are tensors,
+/// unbatched arguments are numbers, and f returns plain values for numbers.
+template <class F, class InDims, class... A>
+constexpr bool scalar_candidate() {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    constexpr bool args_ok = ((is_batched_arg_v<InDims, I> ? is_tensor_v<A> : kernels::is_plain_scalar_v<A>) && ...);
+    if constexpr (!is_grad_family<F>::value || !args_ok || sizeof...(A) == 0) {
+      return false;
+    } else {
+      using R = typename example_types<InDims, true, std::index_sequence_for<A...>, A...>::template result_of<F>;
+      return plain_result_v<R>;
+    }
+  }(std::index_sequence_for<A...>{});
+}
+
+}  // namespace detail::fused
+
+namespace detail {
+
+
+/// vmap_transform's hook. For strategy::fused / strategy::packets: the result. For
+/// strategy::automatic: the result of the form it picks, or an empty optional when that is the
+/// batched form (vmap_transform then runs it). Every form returns the same plain types.
+template <class Strategy, class F, class InDims, class OutDims, class... A>
+auto try_fused_vmap(const F& f, const InDims& in, const OutDims& out, const A&... a) {
+  namespace fz = detail::fused;
+  constexpr bool plain_args = (fz::is_plain_v<A> && ...);
+  if constexpr (std::is_same_v<Strategy, strategy::fused_t>) {
+    static_assert(plain_args, "vmap: strategy::fused needs plain arguments (numbers, tensors), not values of an enclosing transform");
+    const std::int64_t bs = fz::batch_size(in, a...);
+    if (bs == 0) throw error("vmap: strategy::fused needs at least one example");
+    if constexpr (fz::scalar_candidate<F, InDims, A...>()) {
+      if (fz::scalar_examples<InDims>(a...)) return fz::run<true>(f, in, out, bs, a...);
+    }
+    return fz::run<false>(f, in, out, bs, a...);
+  } else if constexpr (std::is_same_v<Strategy, strategy::packets_t>) {
+    static_assert(plain_args, "vmap: strategy::packets needs plain arguments (numbers, tensors), not values of an enclosing transform");
+    const std::int64_t bs = fz::batch_size(in, a...);
+    if (bs == 0) throw error("vmap: strategy::packets needs at least one example");
+    return fz::run_packets(f, in, out, bs, fz::packet_size(in, a...), a...);
+  } else if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && plain_args) {
+    using R = decltype(fz::run_packets(f, in, out, std::int64_t{1}, std::int64_t{1}, a...));
+    const std::int64_t bs = fz::batch_size(in, a...);
+    // (The per-example form on numbers is not picked automatically: it compiles f for numbers,
+    // which a function written for tensors may not accept. strategy::fused asks for it.)
+    const std::int64_t per = fz::example_numbers(in, a...);
+    const std::int64_t packet = std::max<std::int64_t>(8, fz::packet_numbers / per);
+    if (bs >= 4 * packet && bs * per >= fz::packets_min_numbers)
+      return std::optional<R>{fz::run_packets(f, in, out, bs, packet, a...)};
+    return std::optional<R>{};
+  } else {
+    return std::optional<int>{};  // batched
+  }
+}
+
+}  // namespace detail
+
+}  // namespace tower
