@@ -22,14 +22,21 @@
 
 namespace tower {
 
+namespace detail {
+template <class Op>
+constexpr bool op_strict_vmap() {
+#ifdef TOWER_STRICT_VMAP
+  return true;
+#else
+  if constexpr (requires { Op::strict_vmap; }) return Op::strict_vmap;
+  else return false;
+#endif
+}
+}  // namespace detail
+
 /// True when vmap must not fall back to the per-example loop for Op (static path).
 template <class Op>
-inline constexpr bool strict_vmap_v =
-#ifdef TOWER_STRICT_VMAP
-    true;
-#else
-    requires { Op::strict_vmap; } && Op::strict_vmap;
-#endif
+inline constexpr bool strict_vmap_v = detail::op_strict_vmap<Op>();
 
 namespace detail {
 
