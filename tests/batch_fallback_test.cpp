@@ -38,7 +38,6 @@ struct inner_op {
 
 /// An op that opts into strict vmap: a missing batching rule would be a compile error.
 struct strict_op {
-  static constexpr const char* name = "strict";
   static constexpr bool strict_vmap = true;
 };
 
