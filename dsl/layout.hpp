@@ -7,6 +7,7 @@
 // batched by vmap like any other argument; they get a zero gradient.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <numeric>
 #include <tuple>

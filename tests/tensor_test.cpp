@@ -1,0 +1,83 @@
+// tensor<T>: construction, creation functions, element access, printing, and Eigen interop.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "tests/check.hpp"
+#include "tower/eigen.hpp"
+#include "tower/tower.hpp"
+
+namespace tw = tower;
+using tw::shape_t;
+using tw::tensor;
+
+TEST_CASE("tensor construction: shape + data, vector, nested lists, value semantics") {
+  const tensor<double> a({2, 3}, {1, 2, 3, 4, 5, 6});
+  CHECK(a.shape() == shape_t{2, 3});
+  CHECK(a.dim() == 2);
+  CHECK(a.numel() == 6);
+  CHECK(a(1, 2) == 6);
+  const tensor<double> v(std::vector<double>{1, 2, 3});
+  CHECK(v.shape() == shape_t{3});
+  const tensor<double> n{{1, 2, 3}, {4, 5, 6}};
+  CHECK(n.shape() == shape_t{2, 3});
+  CHECK(n.values() == a.values());
+  const tensor<float> c{{{1, 2}}, {{3, 4}}};
+  CHECK(c.shape() == shape_t{2, 1, 2});
+  CHECK(c(1, 0, 1) == 4.0f);
+  REQUIRE_THROWS_WITH((tensor<double>{{1, 2}, {3}}), Catch::Contains("ragged"));
+  REQUIRE_THROWS_WITH(tensor<double>({2, 2}, {1, 2, 3}), Catch::Contains("[2, 2]"));
+  REQUIRE_THROWS_WITH(a(2, 0), Catch::Contains("out of range"));
+  tensor<double> b = a;  // copies share storage until written
+  b(0, 0) = 10;
+  CHECK(a(0, 0) == 1);
+  CHECK(b(0, 0) == 10);
+}
+
+TEST_CASE("creation functions: zeros, ones, full, arange, eye, randn") {
+  CHECK(tw::zeros<double>({2, 2}).values() == std::vector<double>(4, 0.0));
+  CHECK(tw::ones<float>({3}).values() == std::vector<float>(3, 1.0f));
+  CHECK(tw::full<double>({2}, 2.5).values() == std::vector<double>{2.5, 2.5});
+  CHECK(tw::arange<double>(4).values() == std::vector<double>{0, 1, 2, 3});
+  CHECK(tw::arange<double>(1.0, 2.0, 0.25).values() == std::vector<double>{1, 1.25, 1.5, 1.75});
+  CHECK(tw::eye<double>(2).values() == std::vector<double>{1, 0, 0, 1});
+  CHECK(tw::eye<double>(2, 3).shape() == shape_t{2, 3});
+  const tensor<double> r1 = tw::randn<double>({1000}, 7), r2 = tw::randn<double>({1000}, 7), r3 = tw::randn<double>({1000}, 8);
+  CHECK(r1.values() == r2.values());
+  CHECK(r1.values() != r3.values());
+  const double m = tw::mean(r1).item(), s = std::sqrt(tw::var(r1).item());
+  CHECK(std::abs(m) < 0.1);
+  CHECK(std::abs(s - 1) < 0.1);
+}
+
+TEST_CASE("printing nests brackets by dimension") {
+  std::ostringstream os;
+  os << tensor<double>{{1, 2}, {3, 4}} << ' ' << tensor<double>(2.5);
+  CHECK(os.str() == "tensor([[1, 2], [3, 4]]) tensor(2.5)");
+}
+
+TEST_CASE("Eigen interop: copies in and out, zero-copy views") {
+  const tensor<double> t{{1, 2, 3}, {4, 5, 6}};
+  const Eigen::MatrixXd m = tw::to_eigen(t);
+  CHECK(m.rows() == 2);
+  CHECK(m(1, 0) == 4);
+  const tensor<double> back = tw::from_eigen(m);
+  CHECK(back.shape() == shape_t{2, 3});
+  CHECK(back.values() == t.values());
+  const Eigen::VectorXf v = Eigen::VectorXf::LinSpaced(3, 0, 2);
+  const tensor<float> tv = tw::from_eigen(v);
+  CHECK(tv.shape() == shape_t{3});
+  CHECK(tv(2) == 2.0f);
+  auto view = tw::eigen_view(t);
+  CHECK(view.data() == t.data());  // no copy
+  CHECK(view(1, 2) == 6);
+  tensor<double> u = t;
+  tw::eigen_map(u) *= 2.0;  // detaches from t's storage, then writes in place
+  CHECK(u(1, 2) == 12);
+  CHECK(t(1, 2) == 6);
+  REQUIRE_THROWS_WITH(tw::eigen_view(tensor<double>(1.0)), Catch::Contains("rank 1 or 2"));
+  // GEMM through Eigen agrees with Eigen.
+  const tensor<double> a = tower::testing::sample({3, 4}), b = tower::testing::sample({4, 2});
+  const Eigen::MatrixXd ab = tw::to_eigen(a) * tw::to_eigen(b);
+  tower::testing::require_close(tw::matmul(a, b), tw::from_eigen(ab), 1e-14);
+}
