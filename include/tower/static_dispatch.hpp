@@ -105,8 +105,9 @@ struct vmap_interpreter {
       // Ops that depend on the vmap's options (random ops and randomness=).
       auto phys = op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...);
       return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
-    } else if constexpr (strict_vmap_v<Op> && !decltype(diagnostics::check_batch_rule<Op, decltype(as_bval(a))...>())::value) {
-      return diagnostics::failed{};  // reported: "op <name> has no batching rule for transform vmap"
+    } else if constexpr (strict_vmap_v<Op> && !has_batch_rule_v<Op, std::int64_t, decltype(as_bval(a))...>) {
+      (void)diagnostics::check_batch_rule<Op, decltype(as_bval(a))...>();  // reports "op <name> has no batching rule for transform vmap"
+      return diagnostics::failed{};
     } else {
       // The op's batching rule, or the per-example fallback (batch_fallback.hpp).
       auto phys = detail::batch_rule_or_fallback(op, batch_size_, as_bval(a)...);
