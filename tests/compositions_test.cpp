@@ -118,3 +118,20 @@ TEST_CASE("the runtime path gives the same compositions") {
   require_close(t.to_tensor(), tw::jvp(fv, std::tuple{x}, std::tuple{x}).second, 1e-12);
   (void)y;
 }
+
+TEST_CASE("jacrev and jacfwd with has_aux return (jacobian, aux)") {
+  const tensor<double> x = sample({3}, -1, 1, 81);
+  auto f = [](auto p) { return std::make_tuple(tw::sin(p) * 2.0, tw::sum(p)); };
+  const auto [jr, aux_r] = tw::jacrev(f, tw::has_aux)(x);
+  const auto [jf, aux_f] = tw::jacfwd(f, tw::has_aux)(x);
+  const tensor<double> want = fd_jacobian([&](const tensor<double>& t) { return std::get<0>(f(t)); }, x);
+  require_close(jr, want, 1e-6);
+  require_close(jf, jr, 1e-12);
+  require_close(aux_r.item(), tw::sum(x).item(), 0);
+  require_close(aux_f.item(), tw::sum(x).item(), 0);
+  // argnums and has_aux together
+  auto g = [](auto p, auto q) { return std::make_tuple(p * q, q); };
+  const auto [jq, aux_q] = tw::jacrev(g, tw::argnums<1>, tw::has_aux)(x, x * 2.0);
+  require_close(jq, fd_jacobian([&](const tensor<double>& t) { return std::get<0>(g(x, t)); }, x * 2.0), 1e-6);
+  require_close(aux_q, x * 2.0, 0);
+}

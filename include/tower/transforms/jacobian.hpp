@@ -219,24 +219,61 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
   }
 };
 
-/// jacrev(f), jacrev(f, argnums<0, 1>): Jacobian by reverse mode (vmap of vjp over a basis).
-template <class F, int... I>
-auto jacrev(F f, argnums_t<I...> = {}) {
-  using A = std::conditional_t<sizeof...(I) == 0, argnums_t<0>, argnums_t<I...>>;
-  return jacrev_transform<F, A>{{}, std::move(f)};
-}
+namespace detail {
+/// f's first result, for Jacobians of a function returning (output, aux).
+template <class F>
+struct first_result {
+  F f;
+  template <class... A>
+  auto operator()(const A&... a) const { return std::get<0>(f(a...)); }
+};
 
-/// jacfwd(f), jacfwd(f, argnums<...>): Jacobian by forward mode (vmap of jvp over a basis).
-template <class F, int... I>
-auto jacfwd(F f, argnums_t<I...> = {}) {
-  using A = std::conditional_t<sizeof...(I) == 0, argnums_t<0>, argnums_t<I...>>;
-  return jacfwd_transform<F, A>{{}, std::move(f)};
-}
+/// A Jacobian transform of f's first result, returning (jacobian, aux) with aux = f's second
+/// result, evaluated once and passed through untouched (torch.func's has_aux).
+template <class J, class F>
+struct with_aux {
+  J jac;
+  F f;
+  template <class... A>
+  auto operator()(const A&... a) const {
+    auto full = f(a...);
+    static_assert(requires { std::tuple_size<decltype(full)>::value; }, "jacobian: with has_aux, f must return an (output, aux) pair");
+    return std::make_pair(jac(a...), std::get<1>(std::move(full)));
+  }
+};
 
-/// hessian(f) = jacfwd(jacrev(f)): shape in_shape + in_shape for a scalar f.
+template <template <class, class> class T, class F, class... Opt>
+auto make_jacobian(F f) {
+  static_assert(((std::is_same_v<Opt, has_aux_t> || requires { Opt::count; }) && ...),
+                "jacrev/jacfwd/hessian: options are tw::argnums<...> and tw::has_aux");
+  using A = typename find_argnums<Opt...>::type;
+  if constexpr ((std::is_same_v<Opt, has_aux_t> || ...)) {
+    using G = first_result<F>;
+    return with_aux<T<G, A>, F>{T<G, A>{{}, G{f}}, std::move(f)};
+  } else {
+    return T<F, A>{{}, std::move(f)};
+  }
+}
+}  // namespace detail
+
+template <class F>
+struct is_runtime_function<detail::first_result<F>> : is_runtime_function<F> {};
+
+/// jacrev(f), jacrev(f, argnums<0, 1>), jacrev(f, has_aux): Jacobian by reverse mode (vmap of vjp
+/// over a basis). With has_aux, f returns (output, aux) and the result is (jacobian, aux).
+template <class F, class... Opt>
+auto jacrev(F f, Opt...) { return detail::make_jacobian<jacrev_transform, F, Opt...>(std::move(f)); }
+
+/// jacfwd(f), jacfwd(f, argnums<...>), jacfwd(f, has_aux): Jacobian by forward mode (vmap of jvp
+/// over a basis).
+template <class F, class... Opt>
+auto jacfwd(F f, Opt...) { return detail::make_jacobian<jacfwd_transform, F, Opt...>(std::move(f)); }
+
+/// hessian(f), hessian(f, argnums<...>) = jacfwd(jacrev(f)): shape in_shape + in_shape for a scalar f.
 template <class F, int... I>
 auto hessian(F f, argnums_t<I...> a = {}) {
-  return jacfwd(jacrev(std::move(f), a), a);
+  if constexpr (sizeof...(I) == 0) return jacfwd(jacrev(std::move(f)));
+  else return jacfwd(jacrev(std::move(f), a), a);
 }
 
 template <class F, class A>
