@@ -1,5 +1,5 @@
 // Overhead: vmap(grad(f)) of a 10-op scalar chain at batch size 1, on the static and runtime
-// paths (static: strategy::automatic, which runs the fused form here, and strategy::batched),
+// paths (static: strategy::fused, the per-example form, and strategy::batched),
 // plus grad(f) on plain doubles; counters give the time per op and heap allocations per op.
 //
 //   f(x) = tanh(cos(exp((sin(x) x + 1) 0.1) - x)^2) x      (10 ops: sin * + * exp - cos * tanh *)
@@ -101,7 +101,7 @@ void bm_scalar_runtime(benchmark::State& st) {
 }
 
 BENCHMARK(bm_hand)->Name("chain10_b1/hand");
-BENCHMARK(bm_vmap_static<tw::strategy::automatic_t>)->Name("chain10_b1/tower_static");
+BENCHMARK(bm_vmap_static<tw::strategy::fused_t>)->Name("chain10_b1/tower_static");
 BENCHMARK(bm_vmap_static<tw::strategy::batched_t>)->Name("chain10_b1/tower_static_batched");
 BENCHMARK(bm_vmap_runtime)->Name("chain10_b1/tower_runtime");
 BENCHMARK(bm_hand)->Name("chain10_scalar_grad/hand");
