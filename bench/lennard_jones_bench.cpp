@@ -216,6 +216,7 @@ BENCHMARK(bm_hand)->Name("lennard_jones/hand")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_hand_xyz)->Name("lennard_jones_xyz/hand")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_xyz<tw::strategy::automatic_t>)->Name("lennard_jones_xyz/tower_static")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_xyz<tw::strategy::batched_t>)->Name("lennard_jones_xyz/tower_static_batched")->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_xyz<tw::strategy::fused_t>)->Name("lennard_jones_xyz/tower_static_fused")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_runtime_xyz)->Name("lennard_jones_xyz/tower_runtime")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_static<tw::strategy::automatic_t>)->Name("lennard_jones/tower_static")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_static<tw::strategy::batched_t>)->Name("lennard_jones/tower_static_batched")->Unit(benchmark::kMillisecond);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tower/error.hpp"
+#include "tower/scalar_dual.hpp"
 #include "tower/static_values.hpp"
 
 namespace tower {
@@ -32,7 +33,7 @@ namespace tower {
 /// A pytree leaf: a number, a tensor, a transform wrapper or a runtime value.
 template <class X>
 inline constexpr bool is_leaf_v = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_tensor_v<X> ||
-                                  is_static_wrapper_v<X> || is_dyn_v<X>;
+                                  is_static_wrapper_v<X> || is_dyn_v<X> || is_scalar_dual_v<X>;
 
 namespace detail {
 template <class X> struct is_std_array : std::false_type {};

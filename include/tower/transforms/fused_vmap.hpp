@@ -47,12 +47,22 @@
 #include <vector>
 
 #include "dsl/shape_ops.hpp"
+#include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/kernels.hpp"
 #include "tower/static_values.hpp"
 #include "tower/tensor.hpp"
 #include "tower/transforms/batch_size.hpp"
 #include "tower/transforms/options.hpp"
+
+// Before a loop whose stores alias none of its loads (see run_forward).
+#if defined(__clang__)
+#define TOWER_NO_ALIAS_LOOP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define TOWER_NO_ALIAS_LOOP _Pragma("GCC ivdep")
+#else
+#define TOWER_NO_ALIAS_LOOP
+#endif
 
 namespace tower {
 template <class F, class Argnums, bool HasAux, bool WithValue, int Floor>
@@ -399,6 +409,78 @@ constexpr bool scalar_candidate() {
   }(std::index_sequence_for<A...>{});
 }
 
+/// The example type f sees for argument I on the per-example form on numbers.
+template <class InDims, std::size_t I, class X>
+using number_example_t = std::conditional_t<is_batched_arg_v<InDims, I>, kernels::element_t<X>, std::remove_cvref_t<X>>;
+
+/// Whether the per-example form on numbers can run f = grad(g) without a tape (scalar_dual.hpp).
+template <class F, class InDims, class... A>
+constexpr bool forward_candidate() {
+  if constexpr (!is_grad_family<F>::value) return false;
+  else return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return F::template forward_ok<number_example_t<InDims, I, A>...>();
+  }(std::index_sequence_for<A...>{});
+}
+
+template <class R> struct flat_numbers : std::bool_constant<kernels::is_plain_scalar_v<R>> {};
+template <class... R> struct flat_numbers<std::tuple<R...>> : std::bool_constant<(kernels::is_plain_scalar_v<R> && ...)> {};
+
+/// body(b) for b in [0, n), where body's stores alias none of its loads. Blocks of a fixed
+/// number of examples: -O2's cost model vectorises a loop only when it needs neither a runtime
+/// alias check (the pragma rules that out) nor a scalar remainder (the block size does).
+template <class Body>
+void vector_loop(std::int64_t n, Body&& body) {
+  constexpr std::int64_t block = 16;
+  std::int64_t b = 0;
+  for (; b + block <= n; b += block) {
+TOWER_NO_ALIAS_LOOP
+    for (std::int64_t j = 0; j < block; ++j) body(b + j);
+  }
+  for (; b < n; ++b) body(b);
+}
+
+/// The per-example form on numbers with grad's tape-free path: one loop over examples of
+/// straight-line code, writing each result straight into its output, so the compiler can keep
+/// it in registers and vectorise it (`flatten` inlines f, its ops and the loop body into it).
+template <class F, class InDims, class OutDims, class... A>
+[[gnu::flatten]] auto run_forward(const F& f, const InDims&, const OutDims& out, std::int64_t bs, const A&... a) {
+  auto src = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple([&]() {
+      if constexpr (is_batched_arg_v<InDims, I>) return a.data();  // 1-D, contiguous
+      else return &a;
+    }()...);
+  }(std::index_sequence_for<A...>{});
+  const bool prev = is_grad_enabled();
+  enable_grad on;
+  auto example = [&](std::int64_t b) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return f.forward_body(prev, [&]() -> decltype(auto) {
+        if constexpr (is_batched_arg_v<InDims, I>) return std::get<I>(src)[b];
+        else return *std::get<I>(src);
+      }()...);
+    }(std::index_sequence_for<A...>{});
+  };
+  using R = std::remove_cvref_t<decltype(example(0))>;
+  stack_all<R> stacked(bs);
+  if constexpr (kernels::is_plain_scalar_v<R>) {
+    stacked.s.data.resize(static_cast<std::size_t>(bs));
+    R* o = stacked.s.data.data();
+    vector_loop(bs, [&](std::int64_t b) { o[b] = example(b); });
+  } else if constexpr (flat_numbers<R>::value) {
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (std::get<K>(stacked.s).data.resize(static_cast<std::size_t>(bs)), ...);
+      auto outs = std::make_tuple(std::get<K>(stacked.s).data.data()...);
+      vector_loop(bs, [&](std::int64_t b) {
+        const R r = example(b);
+        ((std::get<K>(outs)[b] = std::get<K>(r)), ...);
+      });
+    }(std::make_index_sequence<std::tuple_size_v<R>>{});
+  } else {
+    for (std::int64_t b = 0; b < bs; ++b) stacked.put(b, example(b));
+  }
+  return stacked.finish(out);
+}
+
 }  // namespace detail::fused
 
 namespace detail {
@@ -416,7 +498,10 @@ auto try_fused_vmap(const F& f, const InDims& in, const OutDims& out, const A&..
     const std::int64_t bs = fz::batch_size(in, a...);
     if (bs == 0) throw error("vmap: strategy::fused needs at least one example");
     if constexpr (fz::scalar_candidate<F, InDims, A...>()) {
-      if (fz::scalar_examples<InDims>(a...)) return fz::run<true>(f, in, out, bs, a...);
+      if (fz::scalar_examples<InDims>(a...)) {
+        if constexpr (fz::forward_candidate<F, InDims, A...>()) return fz::run_forward(f, in, out, bs, a...);
+        else return fz::run<true>(f, in, out, bs, a...);
+      }
     }
     return fz::run<false>(f, in, out, bs, a...);
   } else if constexpr (std::is_same_v<Strategy, strategy::packets_t>) {

@@ -33,6 +33,14 @@ namespace detail {
 
 template <int N, int... I>
 constexpr bool contains_index() { return ((I == N) || ...); }
+template <int N, int... I>
+constexpr std::size_t index_of() {
+  std::size_t k = 0, r = 0;
+  ((I == N ? (r = k, ++k) : ++k), ...);
+  return r;
+}
+template <int First, int... Rest>
+constexpr int first_of() { return First; }
 
 /// A pytree at level L seen one level down (each leaf's primal).
 template <int L, class X>
@@ -55,7 +63,12 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    if constexpr (!decltype(check<A...>())::value) {
+    if constexpr ((is_scalar_dual_v<A> || ...)) {
+      // Nested in a tape-free grad (vmap's fused form on numbers): forward over forward.
+      static_assert(forward_ok<A...>(),
+                    "grad: inside vmap's fused form on numbers, a nested grad needs a function of numbers");
+      return forward(a...);
+    } else if constexpr (!decltype(check<A...>())::value) {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
@@ -65,7 +78,117 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     }
   }
 
+  /// Whether `forward` can differentiate f at these argument types: every argument a number (or a
+  /// scalar_dual, in a nested tape-free grad), the differentiated ones (at most 16) of one
+  /// floating type, and f's value and aux numbers or scalar_duals, never dual_unsupported (an op
+  /// that mixed in a tensor or a transform's value). Instantiates f with scalar_duals.
+  template <class... A>
+  static constexpr bool forward_ok() {
+    if constexpr (is_runtime_function_v<F> || sizeof...(I) == 0 || sizeof...(I) > 16 ||
+                  !((std::is_arithmetic_v<A> || is_scalar_dual_v<A>) && ...) || !((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...)) {
+      return false;
+    } else {
+      using X = forward_input_t<A...>;
+      if constexpr (!(std::is_floating_point_v<X> || is_scalar_dual_v<X>) ||
+                    !(std::is_same_v<X, std::remove_cvref_t<std::tuple_element_t<static_cast<std::size_t>(I), std::tuple<A...>>>> && ...)) {
+        return false;
+      } else {
+        using R = typename decltype([]<std::size_t... K>(std::index_sequence<K...>) {
+          return std::type_identity<std::invoke_result_t<const F&, decltype(forward_arg<K, X>(std::declval<const A&>()))...>>{};
+        }(std::index_sequence_for<A...>{}))::type;
+        if constexpr (!HasAux) {
+          return forward_result_ok<R, X>();
+        } else if constexpr (!requires { typename std::tuple_size<R>::type; }) {
+          return false;
+        } else if constexpr (std::tuple_size_v<R> != 2) {
+          return false;
+        } else {
+          return forward_result_ok<std::remove_cvref_t<std::tuple_element_t<0, R>>, X>() &&
+                 !detail::duals::contains_unsupported<std::remove_cvref_t<std::tuple_element_t<1, R>>>();
+        }
+      }
+    }
+  }
+
+  /// grad without a tape (scalar_dual.hpp): one pass of f with a direction per differentiated
+  /// argument. Same numbers and result types as the taped path; needs forward_ok<A...>().
+  template <class... A>
+  auto forward(const A&... a) const {
+    const bool prev = is_grad_enabled();
+    enable_grad on;
+    return forward_body(prev, a...);
+  }
+
+  /// forward without setting grad mode (the caller runs it with grad mode on; `prev` is the mode
+  /// outside). vmap's fused form calls this in its loop over examples. `flatten` inlines f and
+  /// every op into it: straight-line code is the point of this path.
+  template <class... A>
+  [[gnu::always_inline, gnu::flatten]] inline auto forward_body(bool prev, const A&... a) const {
+    using X = forward_input_t<A...>;
+    using D = scalar_dual<X, static_cast<int>(sizeof...(I))>;
+    namespace du = detail::duals;
+    auto result = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return f(forward_arg<K, X>(a)...);
+    }(std::index_sequence_for<A...>{});
+    const auto& value = [&]() -> decltype(auto) {
+      if constexpr (HasAux) return std::get<0>(result);
+      else return (result);
+    }();
+    using V = std::remove_cvref_t<decltype(value)>;
+    // Grad mode off outside a nested tape-free grad: its work is a constant at the levels below.
+    auto outside = [&](const X& x) -> X {
+      if constexpr (is_scalar_dual_v<X>) return prev ? x : du::lift<X>(du::base_value(x));
+      else return x;
+    };
+    auto grad_of = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) -> X {
+      if constexpr (std::is_same_v<V, D>) return outside(value.d[J]);
+      else return du::lift<X>(0.0);
+    };
+    auto grads = [&]<std::size_t... J>(std::index_sequence<J...>) {
+      if constexpr (sizeof...(J) == 1) return grad_of(std::integral_constant<std::size_t, 0>{});
+      else return std::make_tuple(grad_of(std::integral_constant<std::size_t, J>{})...);
+    }(std::make_index_sequence<sizeof...(I)>{});
+    auto primal = [&] {
+      if constexpr (std::is_same_v<V, D>) return outside(value.v);
+      else return value;
+    };
+    auto aux = [&](const auto& r) {
+      return tree_map([](const auto& leaf) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(leaf)>, D>) return leaf.v;
+        else return leaf;
+      }, std::get<1>(r));
+    };
+    if constexpr (WithValue && HasAux) return std::make_tuple(std::move(grads), primal(), aux(result));
+    else if constexpr (WithValue) return std::make_tuple(std::move(grads), primal());
+    else if constexpr (HasAux) return std::make_tuple(std::move(grads), aux(result));
+    else return grads;
+  }
+
  private:
+  /// The type of the differentiated arguments on the tape-free path.
+  template <class... A>
+  using forward_input_t = std::remove_cvref_t<std::tuple_element_t<static_cast<std::size_t>(detail::first_of<I...>()), std::tuple<A...>>>;
+
+  /// Argument K of f on the tape-free path: a scalar_dual with a unit tangent in its own
+  /// direction if K is differentiated, else the argument itself.
+  template <std::size_t K, class X, class Arg>
+  static decltype(auto) forward_arg(const Arg& x) {
+    if constexpr (detail::contains_index<static_cast<int>(K), I...>()) {
+      namespace du = detail::duals;
+      constexpr std::size_t own = detail::index_of<static_cast<int>(K), I...>();
+      return [&]<std::size_t... J>(std::index_sequence<J...>) {
+        return scalar_dual<X, static_cast<int>(sizeof...(I))>{x, {du::lift<X>(J == own ? 1.0 : 0.0)...}};
+      }(std::make_index_sequence<sizeof...(I)>{});
+    } else {
+      return (x);
+    }
+  }
+
+  template <class V, class X>
+  static constexpr bool forward_result_ok() {
+    return std::is_same_v<V, scalar_dual<X, static_cast<int>(sizeof...(I))>> || std::is_arithmetic_v<V> || std::is_same_v<V, X>;
+  }
+
   static constexpr diagnostic name = WithValue ? diagnostic("grad_and_value") : diagnostic("grad");
 
   /// The static checks, before anything else is instantiated: std::true_type, or std::false_type

@@ -1,0 +1,159 @@
+#pragma once
+// scalar_dual<T, N>: a number with its derivatives along N directions. grad's tape-free path
+// (grad.hpp, `forward`) runs a function of a few numbers on these, one direction per
+// differentiated argument, and reads the gradient off the result.
+//
+// An op on scalar_duals runs its kernel on the values and its VJP rule with a unit cotangent,
+// which gives the op's local partial derivatives, then pushes the N tangents through them:
+//   out.d[k] = sum_i (d out / d x_i) x_i.d[k]
+// Everything is straight-line code on numbers with no tape and no allocation, so once inlined the
+// compiler keeps it in registers and vectorises a loop of it over examples (vmap's fused form).
+// T may itself be a scalar_dual: grad(grad(f)) on numbers is forward over forward, and a value of
+// an enclosing grad (a shallower scalar_dual) is a constant inside a nested one.
+//
+// Only numbers: an op mixing a scalar_dual with a tensor, a transform's value or a runtime value
+// returns dual_unsupported, and a function whose result is dual_unsupported takes grad's general
+// path (the tape) instead; grad checks that at compile time.
+#include <array>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tower/error.hpp"
+#include "tower/grad_mode.hpp"
+#include "tower/op_traits.hpp"
+#include "tower/static_values.hpp"
+
+namespace tower {
+
+template <class Op, class... A>
+auto call_op(const Op& op, const A&... a);  // op.hpp
+
+template <class T, int N>
+struct scalar_dual {
+  using value_type = T;
+  static constexpr int directions = N;
+  T v;
+  std::array<T, static_cast<std::size_t>(N)> d;
+};
+
+template <class X> struct is_scalar_dual : std::false_type {};
+template <class T, int N> struct is_scalar_dual<scalar_dual<T, N>> : std::true_type {};
+template <class X> inline constexpr bool is_scalar_dual_v = is_scalar_dual<std::remove_cvref_t<X>>::value;
+
+// A scalar_dual is a scalar at every level (is_scalar_type_v): shape rules treat it as a number.
+template <class T, int N> struct base_type<scalar_dual<T, N>> : base_type<T> {};
+
+/// The result of an op the tape-free path cannot carry (see the header comment). Every op on it
+/// gives it again; using it as a truth value throws, since grad never runs such a function on
+/// scalar_duals.
+struct dual_unsupported {
+  explicit operator bool() const { throw error("grad: internal: a function of numbers mixed them with other values"); }
+};
+template <class X> inline constexpr bool is_dual_unsupported_v = std::is_same_v<std::remove_cvref_t<X>, dual_unsupported>;
+
+namespace detail::duals {
+
+template <class X> constexpr int depth() {
+  if constexpr (is_scalar_dual_v<X>) return 1 + depth<typename std::remove_cvref_t<X>::value_type>();
+  else return 0;
+}
+
+/// x as a T: a number or a shallower scalar_dual is a constant (zero tangents) at T's levels.
+template <class T, class X>
+T lift(const X& x) {
+  if constexpr (std::is_same_v<T, std::remove_cvref_t<X>>) {
+    return x;
+  } else if constexpr (is_scalar_dual_v<T>) {
+    using U = typename T::value_type;
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return T{lift<U>(x), {(static_cast<void>(K), lift<U>(0.0))...}};
+    }(std::make_index_sequence<static_cast<std::size_t>(T::directions)>{});
+  } else {
+    return static_cast<T>(x);
+  }
+}
+
+/// The number under every level of x.
+template <class X>
+auto base_value(const X& x) {
+  if constexpr (is_scalar_dual_v<X>) return base_value(x.v);
+  else return x;
+}
+
+/// Whether a result (a value, or a std::tuple / std::pair of them) holds a dual_unsupported.
+template <class X>
+constexpr bool contains_unsupported() {
+  if constexpr (is_dual_unsupported_v<X>) return true;
+  else if constexpr (requires { typename std::tuple_size<X>::type; std::get<0>(std::declval<X>()); })
+    return []<std::size_t... K>(std::index_sequence<K...>) {
+      return (false || ... || contains_unsupported<std::remove_cvref_t<std::tuple_element_t<K, X>>>());
+    }(std::make_index_sequence<std::tuple_size_v<X>>{});
+  else return false;
+}
+
+/// The deepest scalar_dual among A: the result type of an op on them.
+template <class... A> struct deepest;
+template <class A> struct deepest<A> { using type = std::remove_cvref_t<A>; };
+template <class A, class B, class... R>
+struct deepest<A, B, R...> : deepest<std::conditional_t<(depth<A>() >= depth<B>()), A, B>, R...> {};
+
+template <class X, class D>
+constexpr bool carries() { return std::is_same_v<std::remove_cvref_t<X>, D>; }
+
+template <class D, class... A>
+constexpr auto carried_positions() {
+  std::array<std::size_t, sizeof...(A)> pos{};
+  std::size_t n = 0, i = 0;
+  ((carries<A, D>() ? (pos[n++] = i++) : i++), ...);
+  return std::make_pair(pos, n);
+}
+
+}  // namespace detail::duals
+
+namespace detail {
+
+/// An op on scalar_duals (call_op routes here): the kernel on the values, the local partials from
+/// the VJP rule, the tangents through them.
+template <class Op, class... A>
+auto dual_call(const Op& op, const A&... a) {
+  namespace du = duals;
+  if constexpr (((!is_scalar_dual_v<A> && !std::is_arithmetic_v<A>) || ...)) {
+    return dual_unsupported{};
+  } else {
+    using D = typename du::deepest<A...>::type;
+    using T = typename D::value_type;
+    constexpr int N = D::directions;
+    // Arguments of type D carry tangents; everything else is a constant at D's level.
+    auto value = [](const auto& x) -> T {
+      if constexpr (du::carries<decltype(x), D>()) return x.v;
+      else return du::lift<T>(x);
+    };
+    auto out = call_op(op, value(a)...);
+    if constexpr (!is_differentiable_v<Op> || !std::is_same_v<decltype(out), T>) {
+      // Comparisons and other piecewise-constant ops: plain values. (A kernel returning another
+      // type on numbers does not occur for differentiable ops.)
+      return out;
+    } else {
+      const auto partials = op.vjp(du::lift<T>(1.0), out, value(a)...);
+      constexpr auto carried = du::carried_positions<D, A...>();
+      const auto args = std::forward_as_tuple(a...);
+      // Unrolled at compile time: a loop here would stop vmap's fused loop from vectorising.
+      auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K>, std::index_sequence<J...>) {
+        return (... + (std::get<carried.first[J]>(partials) * std::get<carried.first[J]>(args).d[K]));
+      };
+      // Under tw::no_grad the result is a constant: zero tangents, chosen without a branch (a
+      // branch here would make the fused loop's loads conditional).
+      const bool on = is_grad_enabled();
+      const T zero = du::lift<T>(0.0);
+      return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}};
+      }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+    }
+  }
+}
+
+}  // namespace detail
+
+}  // namespace tower
