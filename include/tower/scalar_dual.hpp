@@ -114,8 +114,30 @@ constexpr auto carried_positions() {
 
 namespace detail {
 
+/// An op's own rule for scalar_duals, when the generic one (kernel, then VJP with a unit
+/// cotangent) would compute something twice: run(values...) gives (out, (partials...)).
+template <class Op> struct dual_rule {};
+
+/// D from an op's value and its local partials: out.d[k] = sum over the arguments carrying D's
+/// tangents of partial_i * x_i.d[k], unrolled (a loop here would stop vmap's fused loop from
+/// vectorising). Under tw::no_grad the tangents are zeros, chosen without a branch (a branch would
+/// make the fused loop's loads conditional).
+template <class D, class T, class P, class... A>
+D push_tangents(const T& out, const P& partials, const A&... a) {
+  constexpr auto carried = duals::carried_positions<D, A...>();
+  const auto args = std::forward_as_tuple(a...);
+  auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K>, std::index_sequence<J...>) {
+    return (... + (std::get<carried.first[J]>(partials) * std::get<carried.first[J]>(args).d[K]));
+  };
+  const bool on = is_grad_enabled();
+  const T zero = duals::lift<T>(0.0);
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}};
+  }(std::make_index_sequence<static_cast<std::size_t>(D::directions)>{});
+}
+
 /// An op on scalar_duals (call_op routes here): the kernel on the values, the local partials from
-/// the VJP rule, the tangents through them.
+/// the VJP rule with a unit cotangent (or the op's dual_rule), the tangents through them.
 template <class Op, class... A>
 auto dual_call(const Op& op, const A&... a) {
   namespace du = duals;
@@ -124,32 +146,23 @@ auto dual_call(const Op& op, const A&... a) {
   } else {
     using D = typename du::deepest<A...>::type;
     using T = typename D::value_type;
-    constexpr int N = D::directions;
     // Arguments of type D carry tangents; everything else is a constant at D's level.
     auto value = [](const auto& x) -> T {
       if constexpr (du::carries<decltype(x), D>()) return x.v;
       else return du::lift<T>(x);
     };
-    auto out = call_op(op, value(a)...);
-    if constexpr (!is_differentiable_v<Op> || !std::is_same_v<decltype(out), T>) {
-      // Comparisons and other piecewise-constant ops: plain values. (A kernel returning another
-      // type on numbers does not occur for differentiable ops.)
-      return out;
+    if constexpr (requires { dual_rule<Op>::run(value(a)...); }) {
+      const auto [out, partials] = dual_rule<Op>::run(value(a)...);
+      return push_tangents<D>(out, partials, a...);
     } else {
-      const auto partials = op.vjp(du::lift<T>(1.0), out, value(a)...);
-      constexpr auto carried = du::carried_positions<D, A...>();
-      const auto args = std::forward_as_tuple(a...);
-      // Unrolled at compile time: a loop here would stop vmap's fused loop from vectorising.
-      auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K>, std::index_sequence<J...>) {
-        return (... + (std::get<carried.first[J]>(partials) * std::get<carried.first[J]>(args).d[K]));
-      };
-      // Under tw::no_grad the result is a constant: zero tangents, chosen without a branch (a
-      // branch here would make the fused loop's loads conditional).
-      const bool on = is_grad_enabled();
-      const T zero = du::lift<T>(0.0);
-      return [&]<std::size_t... K>(std::index_sequence<K...>) {
-        return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}};
-      }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+      auto out = call_op(op, value(a)...);
+      if constexpr (!is_differentiable_v<Op> || !std::is_same_v<decltype(out), T>) {
+        // Comparisons and other piecewise-constant ops: plain values. (A kernel returning another
+        // type on numbers does not occur for differentiable ops.)
+        return out;
+      } else {
+        return push_tangents<D>(out, op.vjp(du::lift<T>(1.0), out, value(a)...), a...);
+      }
     }
   }
 }

@@ -38,6 +38,7 @@
 // kernel per op once the batch exceeds ~16 examples. A compile-time tape for functions of
 // scalars would make the per-example form the fastest one at every batch size.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -425,19 +426,49 @@ constexpr bool forward_candidate() {
 template <class R> struct flat_numbers : std::bool_constant<kernels::is_plain_scalar_v<R>> {};
 template <class... R> struct flat_numbers<std::tuple<R...>> : std::bool_constant<(kernels::is_plain_scalar_v<R> && ...)> {};
 
-/// body(b) for b in [0, n), where body's stores alias none of its loads. Blocks of a fixed
-/// number of examples: -O2's cost model vectorises a loop only when it needs neither a runtime
-/// alias check (the pragma rules that out) nor a scalar remainder (the block size does).
-template <class Body>
-void vector_loop(std::int64_t n, Body&& body) {
-  constexpr std::int64_t block = 16;
-  std::int64_t b = 0;
-  for (; b + block <= n; b += block) {
-TOWER_NO_ALIAS_LOOP
-    for (std::int64_t j = 0; j < block; ++j) body(b + j);
+/// Per-example results that are numbers, or flat tuples of numbers, appended to their stackers
+/// a block of examples at a time. The block's loop writes only to a local buffer, so -O2's cost
+/// model vectorises it (it needs no runtime alias check, and its trip count is a multiple of the
+/// vector width); the buffer is then appended, so the outputs are never zero-filled first.
+template <class R>
+struct number_sink {
+  static constexpr std::size_t count = [] {
+    if constexpr (kernels::is_plain_scalar_v<R>) return std::size_t{1};
+    else return std::tuple_size_v<R>;
+  }();
+  template <std::size_t K>
+  static auto part(const R& r) {
+    if constexpr (kernels::is_plain_scalar_v<R>) return r;
+    else return std::get<K>(r);
   }
-  for (; b < n; ++b) body(b);
-}
+  template <std::size_t K, class S>
+  static auto& data(S& stacked) {
+    if constexpr (kernels::is_plain_scalar_v<R>) return stacked.s.data;
+    else return std::get<K>(stacked.s).data;
+  }
+
+  template <class S, class Example>
+  static void fill(S& stacked, std::int64_t n, Example&& example) {
+    constexpr std::int64_t block = 64;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (data<K>(stacked).reserve(static_cast<std::size_t>(n)), ...);
+      std::tuple<std::array<decltype(part<K>(std::declval<const R&>())), block>...> buf;
+      std::int64_t b = 0;
+      for (; b + block <= n; b += block) {
+TOWER_NO_ALIAS_LOOP
+        for (std::int64_t j = 0; j < block; ++j) {
+          const R r = example(b + j);
+          ((std::get<K>(buf)[static_cast<std::size_t>(j)] = part<K>(r)), ...);
+        }
+        (data<K>(stacked).insert(data<K>(stacked).end(), std::get<K>(buf).begin(), std::get<K>(buf).end()), ...);
+      }
+      for (; b < n; ++b) {
+        const R r = example(b);
+        (data<K>(stacked).push_back(part<K>(r)), ...);
+      }
+    }(std::make_index_sequence<count>{});
+  }
+};
 
 /// The per-example form on numbers with grad's tape-free path: one loop over examples of
 /// straight-line code, writing each result straight into its output, so the compiler can keep
@@ -462,19 +493,8 @@ template <class F, class InDims, class OutDims, class... A>
   };
   using R = std::remove_cvref_t<decltype(example(0))>;
   stack_all<R> stacked(bs);
-  if constexpr (kernels::is_plain_scalar_v<R>) {
-    stacked.s.data.resize(static_cast<std::size_t>(bs));
-    R* o = stacked.s.data.data();
-    vector_loop(bs, [&](std::int64_t b) { o[b] = example(b); });
-  } else if constexpr (flat_numbers<R>::value) {
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (std::get<K>(stacked.s).data.resize(static_cast<std::size_t>(bs)), ...);
-      auto outs = std::make_tuple(std::get<K>(stacked.s).data.data()...);
-      vector_loop(bs, [&](std::int64_t b) {
-        const R r = example(b);
-        ((std::get<K>(outs)[b] = std::get<K>(r)), ...);
-      });
-    }(std::make_index_sequence<std::tuple_size_v<R>>{});
+  if constexpr (flat_numbers<R>::value) {
+    number_sink<R>::fill(stacked, bs, example);
   } else {
     for (std::int64_t b = 0; b < bs; ++b) stacked.put(b, example(b));
   }

@@ -39,8 +39,13 @@ constexpr std::size_t index_of() {
   ((I == N ? (r = k, ++k) : ++k), ...);
   return r;
 }
-template <int First, int... Rest>
-constexpr int first_of() { return First; }
+/// The first of I (0 when there is none: grad's checks report an empty argnums).
+template <int... I>
+constexpr int first_of() {
+  int r = 0;
+  static_cast<void>(((r = I, true) || ...));
+  return r;
+}
 
 /// A pytree at level L seen one level down (each leaf's primal).
 template <int L, class X>
