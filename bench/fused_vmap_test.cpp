@@ -226,3 +226,11 @@ TEST_CASE("a function of numbers that mixes in a tensor takes the tape instead")
   static_assert(decltype(tw::grad(chain))::forward_ok<double>());
   require_same(tw::vmap(tw::grad(mixes), tw::strategy::fused)(X), tw::vmap(tw::grad(mixes), tw::strategy::batched)(X));
 }
+
+TEST_CASE("an op that turns a number into a tensor sends f to the tape, never drops its derivative") {
+  const tensor<double> X = sample({6}, -1, 1, 26);
+  auto grows = [](auto x) { return tw::sum(tw::reshape(x, {1}) * 3.0) * x; };  // 3 x^2
+  static_assert(!decltype(tw::grad(grows))::forward_ok<double>());
+  const tensor<double> g = tw::vmap(tw::grad(grows), tw::strategy::fused)(X);
+  for (std::int64_t b = 0; b < X.numel(); ++b) REQUIRE(g(b) == Approx(6.0 * X(b)).epsilon(1e-14));
+}

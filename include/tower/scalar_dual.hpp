@@ -156,10 +156,10 @@ auto dual_call(const Op& op, const A&... a) {
       return push_tangents<D>(out, partials, a...);
     } else {
       auto out = call_op(op, value(a)...);
-      if constexpr (!is_differentiable_v<Op> || !std::is_same_v<decltype(out), T>) {
-        // Comparisons and other piecewise-constant ops: plain values. (A kernel returning another
-        // type on numbers does not occur for differentiable ops.)
-        return out;
+      if constexpr (!is_differentiable_v<Op>) {
+        return out;  // comparisons and other piecewise-constant ops: plain values
+      } else if constexpr (!std::is_same_v<decltype(out), T>) {
+        return dual_unsupported{};  // a number in, a tensor out (reshape): the tape's job
       } else {
         return push_tangents<D>(out, op.vjp(du::lift<T>(1.0), out, value(a)...), a...);
       }
