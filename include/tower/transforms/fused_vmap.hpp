@@ -56,15 +56,6 @@
 #include "tower/transforms/batch_size.hpp"
 #include "tower/transforms/options.hpp"
 
-// Before a loop whose stores alias none of its loads (see run_forward).
-#if defined(__clang__)
-#define TOWER_NO_ALIAS_LOOP _Pragma("clang loop vectorize(assume_safety)")
-#elif defined(__GNUC__)
-#define TOWER_NO_ALIAS_LOOP _Pragma("GCC ivdep")
-#else
-#define TOWER_NO_ALIAS_LOOP
-#endif
-
 namespace tower {
 template <class F, class Argnums, bool HasAux, bool WithValue, int Floor>
 struct grad_transform;
