@@ -66,13 +66,29 @@ inline std::vector<std::int64_t> broadcast_strides(const shape_t& in, const shap
 
 /// Calls body(out_index, offset_a, offset_b) over `out` with broadcast strides for a and b, in
 /// row-major order. The innermost dimension is a plain loop (the odometer only turns per row),
-/// so the common cases vectorise.
+/// so the common cases vectorise. Size-1 dims are dropped and neighbouring dims that both
+/// operands step through alike are merged first, so a trailing size-1 dim (a column vector, as
+/// matmul makes) or a run of contiguous dims does not shrink the inner loop to a few elements.
 template <class Body>
-void for_each_broadcast(const shape_t& out, const std::vector<std::int64_t>& sa,
-                        const std::vector<std::int64_t>& sb, Body&& body) {
-  const std::int64_t n = numel_of(out);
-  const std::size_t r = out.size();
+void for_each_broadcast(const shape_t& out_full, const std::vector<std::int64_t>& sa_full,
+                        const std::vector<std::int64_t>& sb_full, Body&& body) {
+  const std::int64_t n = numel_of(out_full);
   if (n == 0) return;
+  shape_t out;
+  std::vector<std::int64_t> sa, sb;
+  for (std::size_t k = 0; k < out_full.size(); ++k) {
+    if (out_full[k] == 1) continue;
+    if (!out.empty() && sa.back() == sa_full[k] * out_full[k] && sb.back() == sb_full[k] * out_full[k]) {
+      out.back() *= out_full[k];
+      sa.back() = sa_full[k];
+      sb.back() = sb_full[k];
+    } else {
+      out.push_back(out_full[k]);
+      sa.push_back(sa_full[k]);
+      sb.push_back(sb_full[k]);
+    }
+  }
+  const std::size_t r = out.size();
   if (r == 0) {
     body(std::int64_t{0}, std::int64_t{0}, std::int64_t{0});
     return;
