@@ -2,6 +2,7 @@
 // Base kernels: the plain computations at the bottom of every dispatch, on `double`, `float`
 // and `tensor<T>`. They know nothing about transforms. A scalar with a scalar gives a scalar;
 // anything with a tensor gives a tensor (NumPy broadcasting).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -95,16 +96,27 @@ void for_each_broadcast(const shape_t& out_full, const std::vector<std::int64_t>
   }
   const std::int64_t inner = out[r - 1], ia = sa[r - 1], ib = sb[r - 1];
   std::vector<std::int64_t> idx(r, 0);
-  std::int64_t oa = 0, ob = 0;
-  for (std::int64_t i = 0; i < n; i += inner) {
-    for (std::int64_t j = 0; j < inner; ++j) body(i + j, oa + j * ia, ob + j * ib);
-    for (std::size_t k = r - 1; k-- > 0;) {
-      if (++idx[k] < out[k]) { oa += sa[k]; ob += sb[k]; break; }
-      oa -= sa[k] * (out[k] - 1);
-      ob -= sb[k] * (out[k] - 1);
-      idx[k] = 0;
+  // The inner strides as compile-time constants in the common cases (both contiguous, one
+  // broadcast, a reduction into one slot), so the inner loop vectorises.
+  auto rows = [&](auto ka, auto kb) {
+    std::int64_t oa = 0, ob = 0;
+    for (std::int64_t i = 0; i < n; i += inner) {
+      for (std::int64_t j = 0; j < inner; ++j) body(i + j, oa + j * ka, ob + j * kb);
+      for (std::size_t k = r - 1; k-- > 0;) {
+        if (++idx[k] < out[k]) { oa += sa[k]; ob += sb[k]; break; }
+        oa -= sa[k] * (out[k] - 1);
+        ob -= sb[k] * (out[k] - 1);
+        idx[k] = 0;
+      }
     }
-  }
+  };
+  using zero = std::integral_constant<std::int64_t, 0>;
+  using one = std::integral_constant<std::int64_t, 1>;
+  if (ia == 1 && ib == 1) rows(one{}, one{});
+  else if (ia == 1 && ib == 0) rows(one{}, zero{});
+  else if (ia == 0 && ib == 1) rows(zero{}, one{});
+  else if (ia == 0 && ib == 0) rows(zero{}, zero{});
+  else rows(ia, ib);
 }
 
 template <class X, class F>
@@ -199,8 +211,22 @@ auto broadcast_to(const X& x, const shape_t& s) {
   if (b != s)
     throw error("broadcast_to: cannot broadcast shape " + detail::shape_str(in) + " to " + detail::shape_str(s));
   const tensor<T> t = as_tensor<T>(x);
-  std::vector<T> out(static_cast<std::size_t>(numel_of(s)));
   const T* p = t.data();
+  // Broadcast along leading dims only (vmap lifting an unbatched value to a batch): copies of
+  // one contiguous block, appended without zero-filling the result first.
+  {
+    std::size_t lead = 0;
+    while (lead < in.size() && in[lead] == 1) ++lead;
+    const shape_t core(in.begin() + static_cast<std::ptrdiff_t>(lead), in.end());
+    const std::int64_t m = t.numel(), n = numel_of(s);
+    if (m > 0 && core.size() <= s.size() && std::equal(core.begin(), core.end(), s.end() - static_cast<std::ptrdiff_t>(core.size()))) {
+      std::vector<T> out;
+      out.reserve(static_cast<std::size_t>(n));
+      for (std::int64_t r = 0; r < n / m; ++r) out.insert(out.end(), p, p + m);
+      return tensor<T>(s, std::move(out));
+    }
+  }
+  std::vector<T> out(static_cast<std::size_t>(numel_of(s)));
   const auto st = broadcast_strides(in, s);
   for_each_broadcast(s, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { out[static_cast<std::size_t>(i)] = p[o]; });
   return tensor<T>(s, std::move(out));

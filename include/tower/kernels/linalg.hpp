@@ -62,9 +62,9 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
       const auto x = const_matrix_map<T>(a.data() + ia * n * k, n, k);
       const auto y = const_matrix_map<T>(b.data() + ib * k * m, k, m);
       auto o = matrix_map<T>(out.data() + i * n * m, n, m);
-      // Small products (per-example outer products and matrix-vector products) skip GEMM's
-      // packing, which costs more than the product itself at these sizes.
-      if ((k == 1 || m == 1 || n == 1) && n * k * m <= 16384) o.noalias() = x.lazyProduct(y);
+      // Outer products (per-example gradients of a matrix-vector product) skip GEMM's packing,
+      // which costs more than the product itself; Eigen picks GEMV for matrix-vector products.
+      if (k == 1) o.noalias() = x.lazyProduct(y);
       else o.noalias() = x * y;
     });
   }
