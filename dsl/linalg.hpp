@@ -50,6 +50,14 @@ struct matmul_op {
   }
   template <class O, class A, class B, class TA, class TB>
   auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const {
+    // A constant operand (a weight under jacfwd) has a zero tangent: skip its product when the
+    // other term alone already has the result's type.
+    const std::uint32_t has = detail::take_tangent_inputs();
+    using R = decltype(call_op(*this, ta, b) + call_op(*this, a, tb));
+    if constexpr (std::is_same_v<decltype(call_op(*this, a, tb)), R>)
+      if (!(has & 1u)) return call_op(*this, a, tb);
+    if constexpr (std::is_same_v<decltype(call_op(*this, ta, b)), R>)
+      if (!(has & 2u)) return call_op(*this, ta, b);
     return call_op(*this, ta, b) + call_op(*this, a, tb);
   }
 };

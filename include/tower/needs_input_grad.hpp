@@ -26,6 +26,22 @@ struct needed_inputs_scope {
   needed_inputs_scope& operator=(const needed_inputs_scope&) = delete;
 };
 
+/// Forward mode's counterpart, set by the static jvp interpreter while an op's JVP rule runs:
+/// bit i set when input i has a tangent at that level (clear: its tangent is zeros). A rule may
+/// leave out a term whose tangent is zero (matmul: the constant weight's term).
+inline thread_local std::uint32_t jvp_tangent_inputs = ~std::uint32_t{0};
+
+/// The tangent mask for the rule about to run; taking it resets it, as take_needed_inputs.
+inline std::uint32_t take_tangent_inputs() { return std::exchange(jvp_tangent_inputs, ~std::uint32_t{0}); }
+
+/// Sets the tangent mask for one JVP rule call; resets it afterwards, also when the rule throws.
+struct tangent_inputs_scope {
+  explicit tangent_inputs_scope(std::uint32_t mask) { jvp_tangent_inputs = mask; }
+  ~tangent_inputs_scope() { jvp_tangent_inputs = ~std::uint32_t{0}; }
+  tangent_inputs_scope(const tangent_inputs_scope&) = delete;
+  tangent_inputs_scope& operator=(const tangent_inputs_scope&) = delete;
+};
+
 /// A rule's result for input I: the gradient when it is needed, a value of the same type that
 /// nobody reads otherwise. `grad` is a callable, so a skipped gradient costs nothing.
 template <class F>
