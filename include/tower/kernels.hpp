@@ -95,14 +95,21 @@ void for_each_broadcast(const shape_t& out_full, const std::vector<std::int64_t>
     return;
   }
   const std::int64_t inner = out[r - 1], ia = sa[r - 1], ib = sb[r - 1];
-  std::vector<std::int64_t> idx(r, 0);
+  // The last two dims are plain nested loops and the odometer turns over the others only: with
+  // short rows (8 elements for a Hessian on R^8) it would otherwise turn once per row.
+  const std::size_t outer = r >= 2 ? r - 2 : 0;
+  const std::int64_t mid = r >= 2 ? out[r - 2] : 1, ma = r >= 2 ? sa[r - 2] : 0, mb = r >= 2 ? sb[r - 2] : 0;
+  std::vector<std::int64_t> idx(outer, 0);
   // The inner strides as compile-time constants in the common cases (both contiguous, one
   // broadcast, a reduction into one slot), so the inner loop vectorises.
   auto rows = [&](auto ka, auto kb) {
     std::int64_t oa = 0, ob = 0;
-    for (std::int64_t i = 0; i < n; i += inner) {
-      for (std::int64_t j = 0; j < inner; ++j) body(i + j, oa + j * ka, ob + j * kb);
-      for (std::size_t k = r - 1; k-- > 0;) {
+    for (std::int64_t i = 0; i < n; i += mid * inner) {
+      for (std::int64_t p = 0; p < mid; ++p) {
+        const std::int64_t o = i + p * inner, pa = oa + p * ma, pb = ob + p * mb;
+        for (std::int64_t j = 0; j < inner; ++j) body(o + j, pa + j * ka, pb + j * kb);
+      }
+      for (std::size_t k = outer; k-- > 0;) {
         if (++idx[k] < out[k]) { oa += sa[k]; ob += sb[k]; break; }
         oa -= sa[k] * (out[k] - 1);
         ob -= sb[k] * (out[k] - 1);
