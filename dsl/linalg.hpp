@@ -44,10 +44,20 @@ struct matmul_op {
   }
   template <class BS, class A, class B> auto batch(BS, const A& a, const B& b) const { return detail::batch_matrices(*this, a, b); }
   template <class G, class O, class A, class B> auto vjp(const G& g, const O&, const A& a, const B& b) const {
-    return std::make_tuple(sum_to_like(call_op(*this, g, detail::mT(b)), a), sum_to_like(call_op(*this, detail::mT(a), g), b));
+    const std::uint32_t need = detail::take_needed_inputs();
+    return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(call_op(*this, g, detail::mT(b)), a); }),
+                           detail::gradient_if(need & 2u, [&] { return sum_to_like(call_op(*this, detail::mT(a), g), b); }));
   }
   template <class O, class A, class B, class TA, class TB>
   auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const {
+    // A constant operand (a weight under jacfwd) has a zero tangent: skip its product when the
+    // other term alone already has the result's type.
+    const std::uint32_t has = detail::take_tangent_inputs();
+    using R = decltype(call_op(*this, ta, b) + call_op(*this, a, tb));
+    if constexpr (std::is_same_v<decltype(call_op(*this, a, tb)), R>)
+      if (!(has & 1u)) return call_op(*this, a, tb);
+    if constexpr (std::is_same_v<decltype(call_op(*this, ta, b)), R>)
+      if (!(has & 2u)) return call_op(*this, ta, b);
     return call_op(*this, ta, b) + call_op(*this, a, tb);
   }
 };

@@ -139,7 +139,14 @@ TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
     }                                                                                           \
     template <class G, class O, class A, class B>                                               \
     auto vjp(const G& g, [[maybe_unused]] const O& out, const A& a, const B& b) const {         \
-      return std::make_tuple(sum_to_like(VJP_A, a), sum_to_like(VJP_B, b));                     \
+      const std::uint32_t need = detail::take_needed_inputs();                                  \
+      return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(VJP_A, a); }), \
+                             detail::gradient_if(need & 2u, [&] { return sum_to_like(VJP_B, b); })); \
+    }                                                                                           \
+    /* Both gradients on numbers, with no mask and no reduction: scalar_dual's local partials. */ \
+    template <class G, class O, class A, class B>                                               \
+    auto number_vjp(const G& g, [[maybe_unused]] const O& out, const A& a, const B& b) const {  \
+      return std::make_tuple(VJP_A, VJP_B);                                                     \
     }                                                                                           \
     template <class O, class A, class B, class TA, class TB>                                   \
     auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const A& a, [[maybe_unused]] const B& b, \

@@ -97,27 +97,49 @@ inline std::vector<std::int64_t> broadcast_strides(const shape_t& in, const shap
 
 /// Calls body(out_index, offset_a, offset_b) over `out` with broadcast strides for a and b, in
 /// row-major order. The innermost dimension is a plain loop (the odometer only turns per row),
-/// so the common cases vectorise.
+/// so the common cases vectorise. Size-1 dims are dropped and neighbouring dims that both
+/// operands step through alike are merged first, so a trailing size-1 dim (a column vector, as
+/// matmul makes) or a run of contiguous dims does not shrink the inner loop to a few elements.
 template <class Body>
-void for_each_broadcast(const shape_t& out, const std::vector<std::int64_t>& sa,
-                        const std::vector<std::int64_t>& sb, Body&& body) {
-  const std::int64_t n = numel_of(out);
-  const std::size_t r = out.size();
+void for_each_broadcast(const shape_t& out_full, const std::vector<std::int64_t>& sa_full,
+                        const std::vector<std::int64_t>& sb_full, Body&& body) {
+  const std::int64_t n = numel_of(out_full);
   if (n == 0) return;
+  shape_t out;
+  std::vector<std::int64_t> sa, sb;
+  for (std::size_t k = 0; k < out_full.size(); ++k) {
+    if (out_full[k] == 1) continue;
+    if (!out.empty() && sa.back() == sa_full[k] * out_full[k] && sb.back() == sb_full[k] * out_full[k]) {
+      out.back() *= out_full[k];
+      sa.back() = sa_full[k];
+      sb.back() = sb_full[k];
+    } else {
+      out.push_back(out_full[k]);
+      sa.push_back(sa_full[k]);
+      sb.push_back(sb_full[k]);
+    }
+  }
+  const std::size_t r = out.size();
   if (r == 0) {
     body(std::int64_t{0}, std::int64_t{0}, std::int64_t{0});
     return;
   }
   const std::int64_t inner = out[r - 1], ia = sa[r - 1], ib = sb[r - 1];
-  // The row loop with its strides as constants when they are 0 or 1 (-1: read at run time), so
-  // the common broadcasts index like plain loops.
-  auto rows = [&]<int A, int B>() {
-    const std::int64_t sa_in = A < 0 ? ia : A, sb_in = B < 0 ? ib : B;
-    std::vector<std::int64_t> idx(r, 0);
+  // The last two dims are plain nested loops and the odometer turns over the others only: with
+  // short rows (8 elements for a Hessian on R^8) it would otherwise turn once per row.
+  const std::size_t outer = r >= 2 ? r - 2 : 0;
+  const std::int64_t mid = r >= 2 ? out[r - 2] : 1, ma = r >= 2 ? sa[r - 2] : 0, mb = r >= 2 ? sb[r - 2] : 0;
+  std::vector<std::int64_t> idx(outer, 0);
+  // The inner strides as compile-time constants in the common cases (both contiguous, one
+  // broadcast, a reduction into one slot), so the inner loop vectorises.
+  auto rows = [&](auto ka, auto kb) {
     std::int64_t oa = 0, ob = 0;
-    for (std::int64_t i = 0; i < n; i += inner) {
-      for (std::int64_t j = 0; j < inner; ++j) body(i + j, oa + j * sa_in, ob + j * sb_in);
-      for (std::size_t k = r - 1; k-- > 0;) {
+    for (std::int64_t i = 0; i < n; i += mid * inner) {
+      for (std::int64_t p = 0; p < mid; ++p) {
+        const std::int64_t o = i + p * inner, pa = oa + p * ma, pb = ob + p * mb;
+        for (std::int64_t j = 0; j < inner; ++j) body(o + j, pa + j * ka, pb + j * kb);
+      }
+      for (std::size_t k = outer; k-- > 0;) {
         if (++idx[k] < out[k]) { oa += sa[k]; ob += sb[k]; break; }
         oa -= sa[k] * (out[k] - 1);
         ob -= sb[k] * (out[k] - 1);
@@ -125,11 +147,13 @@ void for_each_broadcast(const shape_t& out, const std::vector<std::int64_t>& sa,
       }
     }
   };
-  if (ia == 1 && ib == 1) rows.template operator()<1, 1>();
-  else if (ia == 0 && ib == 1) rows.template operator()<0, 1>();
-  else if (ia == 1 && ib == 0) rows.template operator()<1, 0>();
-  else if (ia == 0 && ib == 0) rows.template operator()<0, 0>();
-  else rows.template operator()<-1, -1>();
+  using zero = std::integral_constant<std::int64_t, 0>;
+  using one = std::integral_constant<std::int64_t, 1>;
+  if (ia == 1 && ib == 1) rows(one{}, one{});
+  else if (ia == 1 && ib == 0) rows(one{}, zero{});
+  else if (ia == 0 && ib == 1) rows(zero{}, one{});
+  else if (ia == 0 && ib == 0) rows(zero{}, zero{});
+  else rows(ia, ib);
 }
 
 template <class X, class F>
@@ -234,8 +258,22 @@ auto broadcast_to(const X& x, const shape_t& s) {
   if (b != s)
     throw error("broadcast_to: cannot broadcast shape " + detail::shape_str(in) + " to " + detail::shape_str(s));
   const tensor<T> t = as_tensor<T>(x);
-  std::vector<T> out(static_cast<std::size_t>(numel_of(s)));
   const T* p = t.data();
+  // Broadcast along leading dims only (vmap lifting an unbatched value to a batch): copies of
+  // one contiguous block, appended without zero-filling the result first.
+  {
+    std::size_t lead = 0;
+    while (lead < in.size() && in[lead] == 1) ++lead;
+    const shape_t core(in.begin() + static_cast<std::ptrdiff_t>(lead), in.end());
+    const std::int64_t m = t.numel(), n = numel_of(s);
+    if (m > 0 && core.size() <= s.size() && std::equal(core.begin(), core.end(), s.end() - static_cast<std::ptrdiff_t>(core.size()))) {
+      std::vector<T> out;
+      out.reserve(static_cast<std::size_t>(n));
+      for (std::int64_t r = 0; r < n / m; ++r) out.insert(out.end(), p, p + m);
+      return tensor<T>(s, std::move(out));
+    }
+  }
+  std::vector<T> out(static_cast<std::size_t>(numel_of(s)));
   const auto st = broadcast_strides(in, s);
   for_each_broadcast(s, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { out[static_cast<std::size_t>(i)] = p[o]; });
   return tensor<T>(s, std::move(out));

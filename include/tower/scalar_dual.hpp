@@ -161,7 +161,12 @@ auto dual_call(const Op& op, const A&... a) {
       } else if constexpr (!std::is_same_v<decltype(out), T>) {
         return dual_unsupported{};  // a number in, a tensor out (reshape): the tape's job
       } else {
-        return push_tangents<D>(out, op.vjp(du::lift<T>(1.0), out, value(a)...), a...);
+        // number_vjp: the same rule without the bookkeeping a tensor VJP needs (an input mask,
+        // broadcast reductions), which would read thread-local state once per op.
+        if constexpr (requires { op.number_vjp(du::lift<T>(1.0), out, value(a)...); })
+          return push_tangents<D>(out, op.number_vjp(du::lift<T>(1.0), out, value(a)...), a...);
+        else
+          return push_tangents<D>(out, op.vjp(du::lift<T>(1.0), out, value(a)...), a...);
       }
     }
   }

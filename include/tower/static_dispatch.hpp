@@ -248,6 +248,8 @@ struct jvp_interpreter {
                     "tower: this op has no JVP rule, so jvp cannot differentiate it");
       using T = decltype(op.jvp(out, primal(a)..., tangent(a)...));
       if (serial_ && fwd_grad_enabled_at(L) && (... || (level_of<A>() == L))) {
+        // Inputs not at this level have zero tangents: the rule may skip their terms.
+        detail::tangent_inputs_scope has(tangent_mask<A...>(std::index_sequence_for<A...>{}));
         T t = op.jvp(out, primal(a)..., tangent(a)...);
         return dual<Out, T, L>{std::move(out), std::move(t), serial_};
       }
@@ -258,6 +260,12 @@ struct jvp_interpreter {
 
   template <class Op, class... A>
   static auto lower(const Op& op, const A&... a) { return dispatch_static(op, a...); }
+
+ private:
+  template <class... A, std::size_t... I>
+  static constexpr std::uint32_t tangent_mask(std::index_sequence<I...>) {
+    return (((level_of<A>() == L) ? std::uint32_t{1} << I : 0u) | ... | 0u);
+  }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "tower/needs_input_grad.hpp"
 #include "tower/static_values.hpp"
 
 namespace tower::detail {
@@ -56,6 +57,8 @@ struct op_node<Op, Out, std::tuple<In...>, std::tuple<P...>> final : var_node<Ou
 
   void backward() override {
     if (!this->adjoint) return;
+    // Untracked inputs (constants) get no gradient: the rule may skip them (needs_input_grad.hpp).
+    needed_inputs_scope needed(needed_mask(std::index_sequence_for<In...>{}));
     auto grads = std::apply([&](const auto&... x) { return op.vjp(*this->adjoint, out, x...); }, ins);
     push(grads, std::index_sequence_for<In...>{});
   }
@@ -64,6 +67,15 @@ struct op_node<Op, Out, std::tuple<In...>, std::tuple<P...>> final : var_node<Ou
   template <class G, std::size_t... I>
   void push(G& grads, std::index_sequence<I...>) {
     (push_one(std::get<I>(parents), std::get<I>(grads)), ...);
+  }
+  template <std::size_t... I>
+  std::uint32_t needed_mask(std::index_sequence<I...>) const {
+    return ((tracked(std::get<I>(parents)) ? std::uint32_t{1} << I : 0u) | ... | 0u);
+  }
+  template <class Parent>
+  static bool tracked(Parent p) {
+    if constexpr (std::is_null_pointer_v<Parent>) return false;
+    else return p != nullptr;
   }
   template <class Parent, class G>
   static void push_one(Parent parent, G& g) {

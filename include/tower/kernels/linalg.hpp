@@ -49,10 +49,25 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
   s.push_back(n);
   s.push_back(m);
   std::vector<T> out(static_cast<std::size_t>(count * n * m));
-  for_each_matrix_pair("matmul", a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
-    matrix_map<T>(out.data() + i * n * m, n, m).noalias() =
-        const_matrix_map<T>(a.data() + ia * n * k, n, k) * const_matrix_map<T>(b.data() + ib * k * m, k, m);
-  });
+  // One GEMM for the whole stack when one side is a single matrix (vmap's batching rule against
+  // an unbatched weight, and its VJP/JVP): a stack of [n, k] matrices is one [count * n, k]
+  // matrix, and a stack of [k] columns is one [count, k] matrix. Per-matrix products only when
+  // both sides vary along the stack.
+  if (count > 1 && bb.empty() && numel_of(ab) == count) {
+    matrix_map<T>(out.data(), count * n, m).noalias() = const_matrix_map<T>(a.data(), count * n, k) * const_matrix_map<T>(b.data(), k, m);
+  } else if (count > 1 && ab.empty() && numel_of(bb) == count && m == 1) {
+    matrix_map<T>(out.data(), count, n).noalias() = const_matrix_map<T>(b.data(), count, k) * const_matrix_map<T>(a.data(), n, k).transpose();
+  } else {
+    for_each_matrix_pair("matmul", a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+      const auto x = const_matrix_map<T>(a.data() + ia * n * k, n, k);
+      const auto y = const_matrix_map<T>(b.data() + ib * k * m, k, m);
+      auto o = matrix_map<T>(out.data() + i * n * m, n, m);
+      // Outer products (per-example gradients of a matrix-vector product) skip GEMM's packing,
+      // which costs more than the product itself; Eigen picks GEMV for matrix-vector products.
+      if (k == 1) o.noalias() = x.lazyProduct(y);
+      else o.noalias() = x * y;
+    });
+  }
   return tensor<T>(s, std::move(out));
 }
 
