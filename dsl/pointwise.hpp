@@ -145,7 +145,7 @@ TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
     }                                                                                           \
     /* Both gradients on numbers, with no mask and no reduction: scalar_dual's local partials. */ \
     template <class G, class O, class A, class B>                                               \
-    auto number_vjp(const G& g, [[maybe_unused]] const O& out, const A& a, const B& b) const {  \
+    auto number_vjp([[maybe_unused]] const G& g, [[maybe_unused]] const O& out, [[maybe_unused]] const A& a, [[maybe_unused]] const B& b) const { \
       return std::make_tuple(VJP_A, VJP_B);                                                     \
     }                                                                                           \
     template <class O, class A, class B, class TA, class TB>                                   \
