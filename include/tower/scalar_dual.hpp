@@ -16,6 +16,7 @@
 // path (the tape) instead; grad checks that at compile time.
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -32,10 +33,15 @@ auto call_op(const Op& op, const A&... a);  // op.hpp
 
 template <class T, int N>
 struct scalar_dual {
+  static_assert(N >= 1 && N <= 32, "scalar_dual: 1 to 32 directions");
   using value_type = T;
   static constexpr int directions = N;
   T v;
   std::array<T, static_cast<std::size_t>(N)> d;
+  /// Bit k clear: d[k] is a structural zero (stored as -0.0). A run-time value, so the type stays
+  /// the same through loops; in straight-line code it is a constant after inlining, and the
+  /// products with structural zeros fold away (a seed x with tangent e_k costs one product, not N).
+  std::uint32_t nonzero = ~std::uint32_t{0};
 };
 
 template <class X> struct is_scalar_dual : std::false_type {};
@@ -68,7 +74,7 @@ T lift(const X& x) {
   } else if constexpr (is_scalar_dual_v<T>) {
     using U = typename T::value_type;
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return T{lift<U>(x), {(static_cast<void>(K), lift<U>(0.0))...}};
+      return T{lift<U>(x), {(static_cast<void>(K), lift<U>(-0.0))...}, 0u};
     }(std::make_index_sequence<static_cast<std::size_t>(T::directions)>{});
   } else {
     return static_cast<T>(x);
@@ -126,13 +132,21 @@ template <class D, class T, class P, class... A>
 D push_tangents(const T& out, const P& partials, const A&... a) {
   constexpr auto carried = duals::carried_positions<D, A...>();
   const auto args = std::forward_as_tuple(a...);
-  auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K>, std::index_sequence<J...>) {
-    return (... + (std::get<carried.first[J]>(partials) * std::get<carried.first[J]>(args).d[K]));
+  // -0.0 is the structural zero: x + (-0.0) is x for every x, so the compiler drops those sums.
+  const T zero = duals::lift<T>(-0.0);
+  auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>, std::integral_constant<std::size_t, J>) {
+    const auto& x = std::get<carried.first[J]>(args);
+    return (x.nonzero >> K) & 1u ? T(std::get<carried.first[J]>(partials) * x.d[K]) : zero;
+  };
+  auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K> k, std::index_sequence<J...>) {
+    return (... + term(k, std::integral_constant<std::size_t, J>{}));
   };
   const bool on = is_grad_enabled();
-  const T zero = duals::lift<T>(0.0);
+  const std::uint32_t nonzero = on ? [&]<std::size_t... J>(std::index_sequence<J...>) {
+    return (0u | ... | std::get<carried.first[J]>(args).nonzero);
+  }(std::make_index_sequence<carried.second>{}) : 0u;
   return [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}};
+    return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}, nonzero};
   }(std::make_index_sequence<static_cast<std::size_t>(D::directions)>{});
 }
 

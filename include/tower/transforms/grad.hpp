@@ -146,8 +146,9 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       else return x;
     };
     auto grad_of = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) -> X {
-      if constexpr (std::is_same_v<V, D>) return outside(value.d[J]);
-      else return du::lift<X>(0.0);
+      if constexpr (!std::is_same_v<V, D>) return du::lift<X>(0.0);
+      else if constexpr (std::is_arithmetic_v<X>) return value.d[J] + X(0);  // a structural zero is -0.0: +0.0 as the tape gives
+      else return outside(value.d[J]);
     };
     auto grads = [&]<std::size_t... J>(std::index_sequence<J...>) {
       if constexpr (sizeof...(J) == 1) return grad_of(std::integral_constant<std::size_t, 0>{});
@@ -182,7 +183,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       namespace du = detail::duals;
       constexpr std::size_t own = detail::index_of<static_cast<int>(K), I...>();
       return [&]<std::size_t... J>(std::index_sequence<J...>) {
-        return scalar_dual<X, static_cast<int>(sizeof...(I))>{x, {du::lift<X>(J == own ? 1.0 : 0.0)...}};
+        return scalar_dual<X, static_cast<int>(sizeof...(I))>{x, {du::lift<X>(J == own ? 1.0 : -0.0)...}, std::uint32_t{1} << own};
       }(std::make_index_sequence<sizeof...(I)>{});
     } else {
       return (x);
