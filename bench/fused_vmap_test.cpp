@@ -234,3 +234,27 @@ TEST_CASE("an op that turns a number into a tensor sends f to the tape, never dr
   const tensor<double> g = tw::vmap(tw::grad(grows), tw::strategy::fused)(X);
   for (std::int64_t b = 0; b < X.numel(); ++b) REQUIRE(g(b) == Approx(6.0 * X(b)).epsilon(1e-14));
 }
+
+TEST_CASE("tape-free grad runs loops and reassignments (its values keep one type)") {
+  const tensor<double> X = sample({20}, 0.5, 1.5, 27), Y = sample({20}, -1, 1, 28);
+  auto looped = [](auto x, auto y) {
+    auto acc = x * 0.0;
+    for (int i = 1; i <= 4; ++i) acc = acc + tw::sin(x * static_cast<double>(i)) * y;  // y sum_i sin(i x)
+    x = x * 2.0;                                                                          // reassigned argument
+    return acc + x * y;
+  };
+  static_assert(decltype(tw::grad(looped, tw::argnums<0, 1>))::forward_ok<double, double>());
+  const auto [gx, gy] = tw::vmap(tw::grad(looped, tw::argnums<0, 1>), tw::strategy::fused)(X, Y);
+  for (std::int64_t b = 0; b < X.numel(); ++b) {
+    double dx = 2.0 * Y(b), dy = 2.0 * X(b);
+    for (int i = 1; i <= 4; ++i) {
+      dx += Y(b) * i * std::cos(i * X(b));
+      dy += std::sin(i * X(b));
+    }
+    REQUIRE(gx(b) == Approx(dx).epsilon(1e-13));
+    REQUIRE(gy(b) == Approx(dy).epsilon(1e-13));
+  }
+  // A function that ignores an argument: its gradient is +0.0, as on the tape.
+  const auto [g0, g1] = tw::vmap(tw::grad([](auto x, auto) { return x * x; }, tw::argnums<0, 1>), tw::strategy::fused)(X, Y);
+  for (std::int64_t b = 0; b < X.numel(); ++b) REQUIRE(!std::signbit(g1(b)));
+}
