@@ -88,6 +88,7 @@ TOWER_DECLARE_OP(where)
 #define TOWER_UNARY_OP(NAME, KERNEL, VJP, JVP)                                                   \
   struct NAME##_op {                                                                            \
     static constexpr const char* name = #NAME;                                                  \
+    static constexpr bool elementwise = true;                                                   \
     template <class X> auto base(const X& x) const {                                            \
       return kernels::map(x, [](auto v) { return KERNEL; });                                    \
     }                                                                                           \
@@ -134,6 +135,7 @@ TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
 #define TOWER_BINARY_OP(NAME, KERNEL, VJP_A, VJP_B, JVP)                                         \
   struct NAME##_op : binary_pointwise<NAME##_op> {                                              \
     static constexpr const char* name = #NAME;                                                  \
+    static constexpr bool elementwise = true;                                                   \
     template <class A, class B> auto base(const A& a, const B& b) const {                       \
       return kernels::zip(#NAME, a, b, [](auto x, auto y) { return KERNEL; });                  \
     }                                                                                           \
@@ -173,6 +175,7 @@ TOWER_BINARY_OP(atan2, std::atan2(x, y),  g * b / (a * a + b * b),  -(g * a) / (
 #define TOWER_COMPARE_OP(NAME, EXPR)                                                             \
   struct NAME##_op : binary_pointwise<NAME##_op> {                                              \
     static constexpr const char* name = #NAME;                                                  \
+    static constexpr bool elementwise = true;                                                   \
     static constexpr bool differentiable = false;                                               \
     template <class A, class B> auto base(const A& a, const B& b) const {                       \
       return kernels::zip(#NAME, a, b, [](auto x, auto y) { return (EXPR) ? 1 : 0; });          \
@@ -190,6 +193,7 @@ TOWER_COMPARE_OP(ge, x >= y)
 /// and b (cond gets a zero gradient).
 struct where_op {
   static constexpr const char* name = "where";
+  static constexpr bool elementwise = true;
   template <class C, class A, class B> auto base(const C& c, const A& a, const B& b) const { return kernels::where(c, a, b); }
   template <class BS, class C, class A, class B> auto batch(BS, const C& c, const A& a, const B& b) const {
     const std::int64_t r = std::max({logical_rank(c), logical_rank(a), logical_rank(b)});

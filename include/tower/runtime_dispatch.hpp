@@ -6,6 +6,7 @@
 // it lowers (temporarily pops itself and re-dispatches); otherwise it looks up the op's rule for
 // its key in the op's functorch_table and runs it. The table's entries are the op's own generic
 // rules (dsl/) instantiated with dyn::value: one rule, two paths.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/op_traits.hpp"
+#include "tower/pool_allocator.hpp"
 
 namespace tower::runtime {
 
@@ -90,32 +92,49 @@ class grad_interpreter : public interpreter_base<transform_type::grad> {
   template <class Op, std::size_t N>
   value process(const Op& op, const std::array<value, N>& args) const {
     std::array<value, N> primals;
-    std::vector<std::shared_ptr<grad_node>> parents(N);
+    std::array<std::shared_ptr<grad_node>, N> parents;
     bool tracked = false;
     for (std::size_t i = 0; i < N; ++i) {
-      auto [p, n] = lift(args[i]);
-      primals[i] = std::move(p);
-      tracked = tracked || n;
-      parents[i] = std::move(n);
+      if (args[i].level() == e_.level) {  // lift, without copying the pair
+        primals[i] = args[i].get().inner;
+        parents[i] = args[i].get().node;
+        tracked = tracked || parents[i];
+      } else {
+        primals[i] = args[i];
+      }
     }
     const int level = e_.level;
     const std::uint64_t serial = e_.serial;
     value out = lower(op, primals);
     std::shared_ptr<grad_node> node;
     if constexpr (is_differentiable_v<Op>) {
-      if (tracked && grad_enabled_at(level)) {
-        node = std::make_shared<grad_node>();
-        node->parents = std::move(parents);
-        node->vjp = [op, out, primals](const value& g) {
-          return std::apply([&](const auto&... x) {
-            return std::apply([](auto&&... gi) { return std::vector<value>{value(std::move(gi))...}; }, op.vjp(g, out, x...));
-          }, primals);
-        };
-      }
+      if (tracked && grad_enabled_at(level))
+        node = std::allocate_shared<op_node<Op, N>>(tower::detail::pool_allocator<op_node<Op, N>>(), op, out, std::move(primals),
+                                                    std::move(parents));
     }
     return dyn::wrap(transform_type::grad, level, serial, std::move(out), std::move(node));
   }
 
+ private:
+  /// The node grad records for one op: its inputs' nodes and what its VJP rule needs.
+  template <class Op, std::size_t N>
+  struct op_node final : grad_node {
+    Op op;
+    value out;
+    std::array<value, N> primals;
+    std::array<std::shared_ptr<grad_node>, N> parents;
+    op_node(const Op& o, value y, std::array<value, N> x, std::array<std::shared_ptr<grad_node>, N> p)
+        : op(o), out(std::move(y)), primals(std::move(x)), parents(std::move(p)) {}
+    std::size_t parent_count() const override { return N; }
+    grad_node* parent(std::size_t i) const override { return parents[i].get(); }
+    bool has_vjp() const override { return true; }
+    void vjp(const value& g, value* grads) const override {
+      auto gs = std::apply([&](const auto&... x) { return op.vjp(g, out, x...); }, primals);
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((grads[I] = value(std::move(std::get<I>(gs)))), ...);
+      }(std::make_index_sequence<N>{});
+    }
+  };
 };
 
 /// A stack entry seen as a jvp interpreter (forward mode).
@@ -170,8 +189,16 @@ value to_value(const X& x) {
 template <class Op, std::size_t N>
 value run_base(const Op& op, const std::array<value, N>& args) {
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    if constexpr (is_elementwise_v<Op>) {
+      // One-element operands (scalars, batch-size-1 values): the kernel on doubles, and the
+      // result has the broadcast shape, ones of the largest rank. No tensor is built.
+      if ((args[I].is_inline() && ...)) {
+        const int r = std::max({0, args[I].inline_rank()...});
+        return value::one_element(static_cast<double>(op.base(args[I].scalar()...)), r);
+      }
+    }
     if constexpr (has_base_kernel_v<Op, decltype((void)I, tensor<double>{})...>) {
-      return to_value(op.base(args[I].get().plain...));
+      return to_value(op.base(args[I].plain()...));
     } else {
       throw error(std::string("op '") + Op::name + "' has no base kernel for tensors");
       return value();

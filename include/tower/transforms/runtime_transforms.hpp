@@ -2,7 +2,9 @@
 // vmap and grad on the runtime path: runtime levels, dyn::value wrappers, the live stack.
 // Reached through tw::vmap / tw::grad when the function is type-erased (see runtime_function.hpp)
 // or an argument is a dyn::value; the semantics match the static path exactly.
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -38,38 +40,71 @@ inline value unbatch(const value& r, std::int64_t out_dim, std::int64_t bs, int 
   return d == 0 ? b : movedim(b, 0, d);
 }
 
-/// Reverse-mode sweep from a tracked output: the adjoint of every node it reaches.
+/// Reverse-mode sweep from a tracked output: the adjoint of every leaf it reaches (the nodes
+/// without a VJP: grad's inputs and the bridge's leaves).
+///
+/// Adjoints of the nodes in between live on the nodes for the length of the sweep (no map,
+/// no per-node allocation); a sweep id tells this sweep's marks from any earlier one's, and
+/// the nodes are cleared when the sweep ends, exceptions included.
 inline std::unordered_map<const grad_node*, value> backward(const value& out, const value* seed = nullptr) {
-  std::unordered_map<const grad_node*, value> adjoint;
+  static std::atomic<std::uint64_t> sweeps{0};
+  const std::uint64_t sweep = ++sweeps;
   // Reverse topological order by depth-first search from the output.
   std::vector<grad_node*> order;
-  std::unordered_set<const grad_node*> seen;
-  std::vector<std::pair<grad_node*, std::size_t>> stack{{out.get().node.get(), 0}};
-  seen.insert(out.get().node.get());
-  while (!stack.empty()) {
-    auto& [n, i] = stack.back();
-    if (i < n->parents.size()) {
-      grad_node* p = n->parents[i++].get();
-      if (p && seen.insert(p).second) stack.push_back({p, 0});
-    } else {
-      order.push_back(n);
-      stack.pop_back();
+  std::size_t arity = 0;
+  {
+    std::vector<std::pair<grad_node*, std::size_t>> stack{{out.get().node.get(), 0}};
+    out.get().node->seen = sweep;
+    while (!stack.empty()) {
+      auto& [n, i] = stack.back();
+      if (i < n->parent_count()) {
+        grad_node* p = n->parent(i++);
+        if (p && p->seen != sweep) {
+          p->seen = sweep;
+          stack.push_back({p, 0});
+        }
+      } else {
+        arity = std::max(arity, n->parent_count());
+        order.push_back(n);
+        stack.pop_back();
+      }
     }
   }
-  adjoint.emplace(out.get().node.get(), seed ? *seed : ones_like(out.get().inner));
+  struct clear_on_exit {
+    std::vector<grad_node*>& nodes;
+    ~clear_on_exit() {
+      for (grad_node* n : nodes) {
+        n->adjoint = value(std::shared_ptr<const value::rep>());
+        n->has_adjoint_in = 0;
+        n->seen = 0;
+      }
+    }
+  } clear{order};
+  grad_node* root = out.get().node.get();
+  root->adjoint = seed ? *seed : ones_like(out.get().inner);
+  root->has_adjoint_in = sweep;
+  std::vector<value> g(arity);
+  std::unordered_map<const grad_node*, value> leaves;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     grad_node* n = *it;
-    auto a = adjoint.find(n);
-    if (a == adjoint.end() || !n->vjp) continue;
-    const std::vector<value> g = n->vjp(a->second);
-    for (std::size_t i = 0; i < n->parents.size(); ++i) {
-      const grad_node* p = n->parents[i].get();
+    if (n->has_adjoint_in != sweep) continue;
+    if (!n->has_vjp()) {
+      leaves.emplace(n, n->adjoint);
+      continue;
+    }
+    n->vjp(n->adjoint, g.data());
+    for (std::size_t i = 0; i < n->parent_count(); ++i) {
+      grad_node* p = n->parent(i);
       if (!p) continue;
-      auto [slot, fresh] = adjoint.try_emplace(p, g[i]);
-      if (!fresh) slot->second = slot->second + g[i];
+      if (p->has_adjoint_in != sweep) {
+        p->adjoint = std::move(g[i]);
+        p->has_adjoint_in = sweep;
+      } else {
+        p->adjoint = p->adjoint + g[i];
+      }
     }
   }
-  return adjoint;
+  return leaves;
 }
 
 }  // namespace detail
