@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "tower/error.hpp"
@@ -83,7 +84,7 @@ class value {
 struct value::rep {
   int level = 0;                           // 0: plain
   transform_type key = transform_type::vmap;
-  tensor<double> plain;                    // level 0
+  std::optional<tensor<double>> plain;     // level 0 (a wrapper builds no tensor)
   value inner{nullptr};                    // wrapper: vmap's physical value or grad's primal
   std::uint64_t serial = 0;                // the transform call that made the wrapper
   std::shared_ptr<grad_node> node;         // grad: null for a constant
@@ -129,19 +130,19 @@ inline int value::level() const { return rep_ ? rep_->level : 0; }
 inline std::int64_t value::rank() const {
   if (!rep_) return r_;
   const rep& r = *rep_;
-  if (r.level == 0) return r.plain.dim();
+  if (r.level == 0) return r.plain->dim();
   return r.inner.rank() - (r.key == transform_type::vmap ? 1 : 0);
 }
 
 inline tensor<double> value::plain() const {
   if (!rep_) return tensor<double>(shape_t(static_cast<std::size_t>(r_), 1), std::vector<double>{s_});
-  return rep_->plain;
+  return *rep_->plain;
 }
 
 inline shape_t value::shape() const {
   if (!rep_) return shape_t(static_cast<std::size_t>(r_), 1);
   const rep& r = get();
-  if (r.level == 0) return r.plain.shape();
+  if (r.level == 0) return r.plain->shape();
   if (rank() == 0) return {};
   shape_t s = r.inner.shape();
   if (r.key == transform_type::vmap) s.erase(s.begin());
