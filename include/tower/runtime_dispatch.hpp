@@ -27,7 +27,7 @@ using dyn::grad_node;
 using dyn::value;
 
 template <class Op, std::size_t N>
-value dispatch_functorch(const Op& op, std::array<value, N> args);
+value dispatch_functorch(const Op& op, const std::array<value, N>& args);
 
 /// What every runtime interpreter shares: its stack entry (coerced by key), level, key, and
 /// lowering (functorch's Interpreter: sendToNextInterpreter pops itself and re-dispatches).
@@ -35,19 +35,25 @@ template <transform_type Key>
 class interpreter_base {
  public:
   explicit interpreter_base(const interpreter_entry& e) : e_(e) {
-    if (e.key != Key) throw error("expected a " + to_string(Key) + " interpreter, got " + to_string(e.key));
+    if (e.key != Key) [[unlikely]]
+      wrong_key(e.key);
   }
   int level() const { return e_.level; }
   transform_type key() const { return e_.key; }
 
   template <class Op, std::size_t N>
-  static value lower(const Op& op, std::array<value, N> args) {
+  static value lower(const Op& op, const std::array<value, N>& args) {
     temporarily_pop_interpreter_stack pop;
-    return dispatch_functorch(op, std::move(args));
+    return dispatch_functorch(op, args);
   }
 
  protected:
   const interpreter_entry& e_;
+
+ private:
+  [[noreturn, gnu::cold, gnu::noinline]] static void wrong_key(transform_type key) {
+    throw error("expected a " + to_string(Key) + " interpreter, got " + to_string(key));
+  }
 };
 
 /// A stack entry seen as a vmap interpreter (functorch's VmapInterpreterPtr).
@@ -239,37 +245,55 @@ struct functorch_table {
   }
 };
 
+namespace detail {
+/// Raises the error for an op with no rule for the top interpreter's key (kept out of line:
+/// the message is built only when it is thrown).
+template <class Op>
+[[noreturn, gnu::cold, gnu::noinline]] void throw_no_rule(transform_type key) {
+  const int k = static_cast<int>(key);
+  if (k < 0 || k >= transform_type_count)
+    throw error(std::string("op '") + Op::name + "': unknown transform key " + std::to_string(k));
+  throw error(std::string("op '") + Op::name + "' has no " +
+              (key == transform_type::vmap ? "batching rule" : key == transform_type::grad ? "VJP rule" : "JVP rule") +
+              " for transform '" + to_string(key) + "'");
+}
+
+/// Whether a wrapper of x belongs to a transform that has returned.
+inline bool has_dead_wrapper(const value& x) { return x.level() > 0 && !find_live_interpreter(x.get().serial); }
+}  // namespace detail
+
 template <class Op, std::size_t N>
-value dispatch_functorch(const Op& op, std::array<value, N> args) {
+value dispatch_functorch(const Op& op, const std::array<value, N>& args) {
   // Wrappers whose transform has returned are dead: a grad wrapper is a constant (its primal);
-  // a batched value has no meaning outside its vmap.
-  for (auto& a : args) {
-    while (a.level() > 0 && !find_live_interpreter(a.get().serial)) {
-      if (a.get().key == transform_type::vmap)
-        throw error(std::string("op '") + Op::name + "': a value batched by a vmap was used after that vmap returned");
-      a = value(a.get().inner);
+  // a batched value has no meaning outside its vmap. (Rare: copy the arguments only then.)
+  for (const auto& a : args) {
+    if (!detail::has_dead_wrapper(a)) continue;
+    std::array<value, N> live = args;
+    for (auto& b : live) {
+      while (detail::has_dead_wrapper(b)) {
+        if (b.get().key == transform_type::vmap)
+          throw error(std::string("op '") + Op::name + "': a value batched by a vmap was used after that vmap returned");
+        b = value(b.get().inner);
+      }
     }
+    return dispatch_functorch(op, live);
   }
-  if (interpreter_stack_depth() == 0) {
+  const auto& stack = interpreter_stack_entries();
+  if (stack.empty()) {
     for (auto& a : args)
       if (a.level() > 0) throw error(std::string("op '") + Op::name + "': wrapped value with no live transform");
     return detail::run_base(op, args);
   }
-  const interpreter_entry& top = retrieve_current_interpreter();
+  const interpreter_entry& top = stack.back();
   bool here = false;
   for (auto& a : args) here = here || a.level() == top.level;
   if (!here) {
     temporarily_pop_interpreter_stack pop;
-    return dispatch_functorch(op, std::move(args));
+    return dispatch_functorch(op, args);
   }
-  const int k = static_cast<int>(top.key);
-  if (k < 0 || k >= transform_type_count)
-    throw error(std::string("op '") + Op::name + "': unknown transform key " + std::to_string(k));
-  const auto kernel = functorch_table<Op, N>::get().process[static_cast<std::size_t>(k)];
-  if (!kernel)
-    throw error(std::string("op '") + Op::name + "' has no " +
-                (top.key == transform_type::vmap ? "batching rule" : top.key == transform_type::grad ? "VJP rule" : "JVP rule") +
-                " for transform '" + to_string(top.key) + "'");
+  const auto k = static_cast<std::size_t>(top.key);
+  const auto kernel = k < static_cast<std::size_t>(transform_type_count) ? functorch_table<Op, N>::get().process[k] : nullptr;
+  if (!kernel) detail::throw_no_rule<Op>(top.key);
   return kernel(op, top, args);
 }
 
