@@ -128,10 +128,13 @@ inline value::value(tensor<double> t) {
 inline int value::level() const { return rep_ ? rep_->level : 0; }
 
 inline std::int64_t value::rank() const {
-  if (!rep_) return r_;
-  const rep& r = *rep_;
-  if (r.level == 0) return r.plain->dim();
-  return r.inner.rank() - (r.key == transform_type::vmap ? 1 : 0);
+  std::int64_t batch_dims = 0;  // one per vmap layer above the plain value
+  const value* v = this;
+  while (v->rep_ && v->rep_->level > 0) {
+    batch_dims += v->rep_->key == transform_type::vmap ? 1 : 0;
+    v = &v->rep_->inner;
+  }
+  return (v->rep_ ? v->rep_->plain->dim() : v->r_) - batch_dims;
 }
 
 inline tensor<double> value::plain() const {

@@ -100,17 +100,21 @@ class interpreter_scope {
 /// (functorch's temporarilyPopInterpreterStack, used by lowering on the runtime path).
 class temporarily_pop_interpreter_stack {
  public:
-  temporarily_pop_interpreter_stack() {
-    auto& e = detail::interpreter_stack().entries;
-    if (e.empty()) throw error("temporarily_pop_interpreter_stack: no transform is active");
-    saved_ = e.back();
-    e.pop_back();
+  temporarily_pop_interpreter_stack() : entries_(detail::interpreter_stack().entries) {
+    if (entries_.empty()) [[unlikely]]
+      none_active();
+    saved_ = entries_.back();
+    entries_.pop_back();
   }
-  ~temporarily_pop_interpreter_stack() { detail::interpreter_stack().entries.push_back(saved_); }
+  ~temporarily_pop_interpreter_stack() { entries_.push_back(saved_); }
   temporarily_pop_interpreter_stack(const temporarily_pop_interpreter_stack&) = delete;
   temporarily_pop_interpreter_stack& operator=(const temporarily_pop_interpreter_stack&) = delete;
 
  private:
+  [[noreturn, gnu::cold, gnu::noinline]] static void none_active() {
+    throw error("temporarily_pop_interpreter_stack: no transform is active");
+  }
+  std::vector<interpreter_entry>& entries_;  // this thread's stack (one thread-local lookup)
   interpreter_entry saved_{};
 };
 

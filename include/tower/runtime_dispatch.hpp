@@ -258,19 +258,27 @@ template <class Op>
               " for transform '" + to_string(key) + "'");
 }
 
-/// Whether a wrapper of x belongs to a transform that has returned.
-inline bool has_dead_wrapper(const value& x) { return x.level() > 0 && !find_live_interpreter(x.get().serial); }
+/// Whether the outer wrapper of x belongs to a transform that has returned.
+inline bool has_dead_wrapper(const value& x, const std::vector<interpreter_entry>& stack) {
+  if (x.level() == 0) return false;
+  const std::uint64_t serial = x.get().serial;
+  for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+    if (it->serial == serial) return false;
+  return true;
+}
 }  // namespace detail
 
 template <class Op, std::size_t N>
 value dispatch_functorch(const Op& op, const std::array<value, N>& args) {
   // Wrappers whose transform has returned are dead: a grad wrapper is a constant (its primal);
   // a batched value has no meaning outside its vmap. (Rare: copy the arguments only then.)
+  const auto& stack = interpreter_stack_entries();
   for (const auto& a : args) {
-    if (!detail::has_dead_wrapper(a)) continue;
+    if (!detail::has_dead_wrapper(a, stack)) [[likely]]
+      continue;
     std::array<value, N> live = args;
     for (auto& b : live) {
-      while (detail::has_dead_wrapper(b)) {
+      while (detail::has_dead_wrapper(b, stack)) {
         if (b.get().key == transform_type::vmap)
           throw error(std::string("op '") + Op::name + "': a value batched by a vmap was used after that vmap returned");
         b = value(b.get().inner);
@@ -278,7 +286,6 @@ value dispatch_functorch(const Op& op, const std::array<value, N>& args) {
     }
     return dispatch_functorch(op, live);
   }
-  const auto& stack = interpreter_stack_entries();
   if (stack.empty()) {
     for (auto& a : args)
       if (a.level() > 0) throw error(std::string("op '") + Op::name + "': wrapped value with no live transform");
