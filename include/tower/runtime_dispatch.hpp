@@ -26,8 +26,19 @@ namespace tower::runtime {
 using dyn::grad_node;
 using dyn::value;
 
+/// An op's arguments as dispatch sees them: references, so that passing them down the stack
+/// copies no value (a copy is a reference-count update).
+template <std::size_t N>
+using arg_refs = std::array<const value*, N>;
+
+/// References to the values of an array.
+template <std::size_t N>
+arg_refs<N> refs_of(const std::array<value, N>& a) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) { return arg_refs<N>{&a[I]...}; }(std::make_index_sequence<N>{});
+}
+
 template <class Op, std::size_t N>
-value dispatch_functorch(const Op& op, const std::array<value, N>& args);
+value dispatch_functorch(const Op& op, const arg_refs<N>& args);
 
 /// What every runtime interpreter shares: its stack entry (coerced by key), level, key, and
 /// lowering (functorch's Interpreter: sendToNextInterpreter pops itself and re-dispatches).
@@ -44,7 +55,7 @@ class interpreter_base {
   template <class Op, std::size_t N>
   static value lower(const Op& op, const std::array<value, N>& args) {
     temporarily_pop_interpreter_stack pop;
-    return dispatch_functorch(op, args);
+    return dispatch_functorch(op, refs_of(args));
   }
 
  protected:
@@ -63,7 +74,7 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
   std::int64_t batch_size() const { return e_.batch_size; }
 
   template <class Op, std::size_t N>
-  value process(const Op& op, const std::array<value, N>& args) const {
+  value process(const Op& op, const arg_refs<N>& args) const {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       value phys = [&] {
         if constexpr (requires { op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...); })
@@ -77,9 +88,10 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
 
  private:
   template <std::size_t I, std::size_t N>
-  bval<value, bool> arg(const std::array<value, N>& a) const {
-    const bool here = a[I].level() == e_.level;
-    return {here ? a[I].get().inner : a[I], here};
+  bval<value, bool> arg(const arg_refs<N>& a) const {
+    const value& x = *a[I];
+    const bool here = x.level() == e_.level;
+    return {here ? x.get().inner : x, here};
   }
 };
 
@@ -96,17 +108,18 @@ class grad_interpreter : public interpreter_base<transform_type::grad> {
   }
 
   template <class Op, std::size_t N>
-  value process(const Op& op, const std::array<value, N>& args) const {
+  value process(const Op& op, const arg_refs<N>& args) const {
     std::array<value, N> primals;
     std::array<std::shared_ptr<grad_node>, N> parents;
     bool tracked = false;
     for (std::size_t i = 0; i < N; ++i) {
-      if (args[i].level() == e_.level) {  // lift, without copying the pair
-        primals[i] = args[i].get().inner;
-        parents[i] = args[i].get().node;
+      const value& x = *args[i];
+      if (x.level() == e_.level) {  // lift, without copying the pair
+        primals[i] = x.get().inner;
+        parents[i] = x.get().node;
         tracked = tracked || parents[i];
       } else {
-        primals[i] = args[i];
+        primals[i] = x;
       }
     }
     const int level = e_.level;
@@ -150,12 +163,12 @@ class jvp_interpreter : public interpreter_base<transform_type::jvp> {
   bool prev_fwd_grad_mode() const { return e_.prev_fwd_grad_mode; }
 
   template <class Op, std::size_t N>
-  value process(const Op& op, const std::array<value, N>& args) const {
+  value process(const Op& op, const arg_refs<N>& args) const {
     std::array<value, N> primals, tangents;
     bool tracked = false;
     for (std::size_t i = 0; i < N; ++i) {
-      const bool here = args[i].level() == e_.level;
-      primals[i] = here ? args[i].get().inner : args[i];
+      const bool here = args[i]->level() == e_.level;
+      primals[i] = here ? args[i]->get().inner : *args[i];
       tracked = tracked || here;
     }
     const int level = e_.level;
@@ -165,7 +178,7 @@ class jvp_interpreter : public interpreter_base<transform_type::jvp> {
     if constexpr (is_differentiable_v<Op>) {
       if (tracked && fwd_grad_enabled_at(level)) {
         for (std::size_t i = 0; i < N; ++i)
-          tangents[i] = args[i].level() == level ? args[i].get().tangent : tower::detail::zeros_like_value(primals[i]);
+          tangents[i] = args[i]->level() == level ? args[i]->get().tangent : tower::detail::zeros_like_value(primals[i]);
         t = [&]<std::size_t... I>(std::index_sequence<I...>) {
           return value(op.jvp(out, primals[I]..., tangents[I]...));
         }(std::make_index_sequence<N>{});
@@ -193,18 +206,18 @@ value to_value(const X& x) {
 }
 
 template <class Op, std::size_t N>
-value run_base(const Op& op, const std::array<value, N>& args) {
+value run_base(const Op& op, const arg_refs<N>& args) {
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
     if constexpr (is_elementwise_v<Op>) {
       // One-element operands (scalars, batch-size-1 values): the kernel on doubles, and the
       // result has the broadcast shape, ones of the largest rank. No tensor is built.
-      if ((args[I].is_inline() && ...)) {
-        const int r = std::max({0, args[I].inline_rank()...});
-        return value::one_element(static_cast<double>(op.base(args[I].scalar()...)), r);
+      if ((args[I]->is_inline() && ...)) {
+        const int r = std::max({0, args[I]->inline_rank()...});
+        return value::one_element(static_cast<double>(op.base(args[I]->scalar()...)), r);
       }
     }
     if constexpr (has_base_kernel_v<Op, decltype((void)I, tensor<double>{})...>) {
-      return to_value(op.base(args[I].plain()...));
+      return to_value(op.base(args[I]->plain()...));
     } else {
       throw error(std::string("op '") + Op::name + "' has no base kernel for tensors");
       return value();
@@ -217,26 +230,26 @@ value run_base(const Op& op, const std::array<value, N>& args) {
 /// the op has no rule for that transform.
 template <class Op, std::size_t N>
 struct functorch_table {
-  using kernel = value (*)(const Op&, const interpreter_entry&, const std::array<value, N>&);
+  using kernel = value (*)(const Op&, const interpreter_entry&, const arg_refs<N>&);
   std::array<kernel, transform_type_count> process{};
 
   static const functorch_table& get() {
     static const functorch_table t = [] {
       functorch_table r;
       // Every op runs under vmap: its batching rule, or the per-example fallback.
-      r.process[static_cast<int>(transform_type::vmap)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
+      r.process[static_cast<int>(transform_type::vmap)] = [](const Op& op, const interpreter_entry& e, const arg_refs<N>& a) {
           return vmap_interpreter(e).process(op, a);
         };
       if constexpr (!is_differentiable_v<Op> || []<std::size_t... I>(std::index_sequence<I...>) {
                       return has_vjp_rule_v<Op, value, decltype((void)I, std::declval<value>())...>;
                     }(std::make_index_sequence<N>{}))
-        r.process[static_cast<int>(transform_type::grad)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
+        r.process[static_cast<int>(transform_type::grad)] = [](const Op& op, const interpreter_entry& e, const arg_refs<N>& a) {
           return grad_interpreter(e).process(op, a);
         };
       if constexpr (!is_differentiable_v<Op> || []<std::size_t... I>(std::index_sequence<I...>) {
                       return requires(const Op& op, const value& v) { op.jvp(v, ((void)I, v)..., ((void)I, v)...); };
                     }(std::make_index_sequence<N>{}))
-        r.process[static_cast<int>(transform_type::jvp)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
+        r.process[static_cast<int>(transform_type::jvp)] = [](const Op& op, const interpreter_entry& e, const arg_refs<N>& a) {
           return jvp_interpreter(e).process(op, a);
         };
       return r;
@@ -269,31 +282,33 @@ inline bool has_dead_wrapper(const value& x, const std::vector<interpreter_entry
 }  // namespace detail
 
 template <class Op, std::size_t N>
-value dispatch_functorch(const Op& op, const std::array<value, N>& args) {
+value dispatch_functorch(const Op& op, const arg_refs<N>& args) {
   // Wrappers whose transform has returned are dead: a grad wrapper is a constant (its primal);
   // a batched value has no meaning outside its vmap. (Rare: copy the arguments only then.)
   const auto& stack = interpreter_stack_entries();
-  for (const auto& a : args) {
-    if (!detail::has_dead_wrapper(a, stack)) [[likely]]
+  bool wrapped = false;
+  for (const value* a : args) {
+    wrapped = wrapped || a->level() > 0;
+    if (!detail::has_dead_wrapper(*a, stack)) [[likely]]
       continue;
-    std::array<value, N> live = args;
-    for (auto& b : live) {
-      while (detail::has_dead_wrapper(b, stack)) {
-        if (b.get().key == transform_type::vmap)
+    std::array<value, N> live;
+    for (std::size_t i = 0; i < N; ++i) {
+      live[i] = *args[i];
+      while (detail::has_dead_wrapper(live[i], stack)) {
+        if (live[i].get().key == transform_type::vmap)
           throw error(std::string("op '") + Op::name + "': a value batched by a vmap was used after that vmap returned");
-        b = value(b.get().inner);
+        live[i] = value(live[i].get().inner);
       }
     }
-    return dispatch_functorch(op, live);
+    return dispatch_functorch(op, refs_of(live));
   }
-  if (stack.empty()) {
-    for (auto& a : args)
-      if (a.level() > 0) throw error(std::string("op '") + Op::name + "': wrapped value with no live transform");
-    return detail::run_base(op, args);
-  }
+  // Plain arguments: no interpreter has anything to do (levels start at 1), so the base kernel
+  // runs at once, with no lowering through the live stack.
+  if (!wrapped) return detail::run_base(op, args);
+  if (stack.empty()) throw error(std::string("op '") + Op::name + "': wrapped value with no live transform");
   const interpreter_entry& top = stack.back();
   bool here = false;
-  for (auto& a : args) here = here || a.level() == top.level;
+  for (const value* a : args) here = here || a->level() == top.level;
   if (!here) {
     temporarily_pop_interpreter_stack pop;
     return dispatch_functorch(op, args);
@@ -309,6 +324,19 @@ value dispatch_functorch(const Op& op, const std::array<value, N>& args) {
 namespace tower::detail {
 template <class Op, class... A>
 dyn::value runtime_call(const Op& op, const A&... a) {
-  return runtime::dispatch_functorch(op, std::array<dyn::value, sizeof...(A)>{runtime::detail::to_value(a)...});
+  // dyn::value arguments are passed by reference; others become values here.
+  constexpr std::size_t N = sizeof...(A);
+  [[maybe_unused]] std::array<dyn::value, N> made;
+  const auto ref = [&]<class X>(const X& x, std::size_t i) -> const dyn::value* {
+    if constexpr (std::is_same_v<X, dyn::value>) {
+      return &x;
+    } else {
+      made[i] = runtime::detail::to_value(x);
+      return &made[i];
+    }
+  };
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return runtime::dispatch_functorch(op, runtime::arg_refs<N>{ref(a, I)...});
+  }(std::index_sequence_for<A...>{});
 }
 }  // namespace tower::detail
