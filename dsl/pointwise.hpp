@@ -32,10 +32,19 @@ P pad_batched(const bval<P, B>& x, std::int64_t r) {
   }
 }
 
+/// Whether pad_batched(x, r) changes x.
+template <class P, class B>
+bool needs_pad(const bval<P, B>& x, std::int64_t r) {
+  if constexpr (std::is_same_v<B, std::false_type>) return false;
+  else return static_cast<bool>(x.batched) && logical_rank(x) < r;
+}
+
 template <class Op>
 struct binary_pointwise {
   template <class BS, class X, class Y> auto batch(BS, const X& x, const Y& y) const {
     const std::int64_t r = std::max(logical_rank(x), logical_rank(y));
+    // Ranks already lined up (the common case): the physical values as they are, uncopied.
+    if (!needs_pad(x, r) && !needs_pad(y, r)) return call_op(static_cast<const Op&>(*this), x.value, y.value);
     return call_op(static_cast<const Op&>(*this), pad_batched(x, r), pad_batched(y, r));
   }
 };

@@ -37,7 +37,8 @@ class value {
   value();
   explicit value(double v);
   explicit value(tensor<double> t);
-  explicit value(std::shared_ptr<const rep> r) : rep_(std::move(r)) {}
+  /// A value held by `r` (a complete rep: its level and rank are read now); null: an inline 0.
+  explicit value(std::shared_ptr<const rep> r);
   /// A static-path value (batched, grad_value, dual) handed to runtime code: its levels carry
   /// over, and a grad level's tracking is bridged back to the static tape (bridge.hpp).
   template <class W>
@@ -77,8 +78,9 @@ class value {
 
  private:
   std::shared_ptr<const rep> rep_;  // null: an inline one-element plain value
-  double s_ = 0;
-  int r_ = 0;
+  double s_ = 0;    // inline: the element
+  int r_ = 0;       // the logical rank (kept here so that batching rules need not walk the layers)
+  int level_ = 0;   // the outer wrapper's level (kept here: dispatch reads it for every argument)
 };
 
 struct value::rep {
@@ -121,21 +123,20 @@ inline value::value(tensor<double> t) {
     return;
   }
   auto r = std::allocate_shared<rep>(tower::detail::pool_allocator<rep>());
+  r_ = static_cast<int>(t.dim());
   r->plain = std::move(t);
   rep_ = std::move(r);
 }
 
-inline int value::level() const { return rep_ ? rep_->level : 0; }
-
-inline std::int64_t value::rank() const {
-  std::int64_t batch_dims = 0;  // one per vmap layer above the plain value
-  const value* v = this;
-  while (v->rep_ && v->rep_->level > 0) {
-    batch_dims += v->rep_->key == transform_type::vmap ? 1 : 0;
-    v = &v->rep_->inner;
-  }
-  return (v->rep_ ? v->rep_->plain->dim() : v->r_) - batch_dims;
+inline value::value(std::shared_ptr<const rep> r) : rep_(std::move(r)) {
+  if (!rep_) return;
+  level_ = rep_->level;
+  r_ = level_ == 0 ? static_cast<int>(rep_->plain->dim()) : rep_->inner.r_ - (rep_->key == transform_type::vmap ? 1 : 0);
 }
+
+inline int value::level() const { return level_; }
+
+inline std::int64_t value::rank() const { return r_; }
 
 inline tensor<double> value::plain() const {
   if (!rep_) return tensor<double>(shape_t(static_cast<std::size_t>(r_), 1), std::vector<double>{s_});
