@@ -27,7 +27,7 @@ namespace detail {
 inline value unbatch(const value& r, std::int64_t out_dim, std::int64_t bs, int level, std::uint64_t serial) {
   if (r.level() == level && r.get().serial == serial) {
     const value& p = r.get().inner;
-    const auto d = tensor<double>::normalize_dim(out_dim, static_cast<std::int64_t>(p.shape().size()));
+    const auto d = tensor<double>::normalize_dim(out_dim, p.rank());
     return d == 0 ? p : movedim(p, 0, d);
   }
   shape_t s = r.shape(), one = s, full = s;
@@ -150,7 +150,7 @@ auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t
       wrapped[i] = args[i];
       continue;
     }
-    const auto r = static_cast<std::int64_t>(args[i].shape().size());
+    const auto r = args[i].rank();
     const std::int64_t d = *in_dims[i] < 0 ? *in_dims[i] + r : *in_dims[i];
     wrapped[i] = wrap(transform_type::vmap, level, serial, d == 0 ? args[i] : movedim(args[i], d, 0));
   }
@@ -232,7 +232,7 @@ auto run_grad(const Call& call, const std::vector<int>& argnums, const std::arra
   for (int k : argnums) {
     if (k < 0 || static_cast<std::size_t>(k) >= N)
       throw error("grad: argnums index " + std::to_string(k) + " is out of range for a function of " + std::to_string(N) + " arguments");
-    leaves.push_back(std::make_shared<grad_node>());
+    leaves.push_back(std::allocate_shared<grad_node>(tower::detail::pool_allocator<grad_node>()));
     wrapped[static_cast<std::size_t>(k)] = wrap(transform_type::grad, level, serial, args[static_cast<std::size_t>(k)], leaves.back());
   }
   auto result = call(wrapped);
