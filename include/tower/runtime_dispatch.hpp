@@ -272,11 +272,11 @@ template <class Op>
 }
 
 /// Whether the outer wrapper of x belongs to a transform that has returned.
-inline bool has_dead_wrapper(const value& x, const std::vector<interpreter_entry>& stack) {
+inline bool has_dead_wrapper(const value& x, const std::vector<interpreter_entry*>& stack) {
   if (x.level() == 0) return false;
   const std::uint64_t serial = x.get().serial;
   for (auto it = stack.rbegin(); it != stack.rend(); ++it)
-    if (it->serial == serial) return false;
+    if ((*it)->serial == serial) return false;
   return true;
 }
 }  // namespace detail
@@ -306,7 +306,7 @@ value dispatch_functorch(const Op& op, const arg_refs<N>& args) {
   // runs at once, with no lowering through the live stack.
   if (!wrapped) return detail::run_base(op, args);
   if (stack.empty()) throw error(std::string("op '") + Op::name + "': wrapped value with no live transform");
-  const interpreter_entry& top = stack.back();
+  const interpreter_entry& top = *stack.back();
   bool here = false;
   for (const value* a : args) here = here || a->level() == top.level;
   if (!here) {
