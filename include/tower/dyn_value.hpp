@@ -75,6 +75,8 @@ class value {
   }
   /// The plain tensor of a level-0 value.
   tensor<double> plain() const;
+  /// The same without a copy: the held tensor, or an inline value's tensor built in `scratch`.
+  const tensor<double>& plain_ref(std::optional<tensor<double>>& scratch) const;
 
  private:
   std::shared_ptr<const rep> rep_;  // null: an inline one-element plain value
@@ -140,6 +142,11 @@ inline std::int64_t value::rank() const { return r_; }
 
 inline tensor<double> value::plain() const {
   if (!rep_) return tensor<double>(shape_t(static_cast<std::size_t>(r_), 1), std::vector<double>{s_});
+  return *rep_->plain;
+}
+
+inline const tensor<double>& value::plain_ref(std::optional<tensor<double>>& scratch) const {
+  if (!rep_) return scratch.emplace(plain());
   return *rep_->plain;
 }
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -196,11 +197,12 @@ namespace detail {
 template <class W> value static_to_value(const W& w);
 
 /// Any operand as a dyn::value.
-template <class X>
-value to_value(const X& x) {
-  if constexpr (std::is_same_v<X, value>) return x;
+template <class X0>
+value to_value(X0&& x) {  // a result tensor is moved in, not copied
+  using X = std::remove_cvref_t<X0>;
+  if constexpr (std::is_same_v<X, value>) return std::forward<X0>(x);
   else if constexpr (std::is_arithmetic_v<X>) return value(static_cast<double>(x));
-  else if constexpr (std::is_same_v<X, tensor<double>>) return value(x);
+  else if constexpr (std::is_same_v<X, tensor<double>>) return value(std::forward<X0>(x));
   else if constexpr (is_tensor_v<X>) static_assert(!is_tensor_v<X>, "tower: the runtime path works on tensor<double> only");
   else return static_to_value(x);
 }
@@ -217,7 +219,8 @@ value run_base(const Op& op, const arg_refs<N>& args) {
       }
     }
     if constexpr (has_base_kernel_v<Op, decltype((void)I, tensor<double>{})...>) {
-      return to_value(op.base(args[I]->plain()...));
+      [[maybe_unused]] std::array<std::optional<tensor<double>>, N> made;  // inline values as tensors
+      return to_value(op.base(args[I]->plain_ref(made[I])...));
     } else {
       throw error(std::string("op '") + Op::name + "' has no base kernel for tensors");
       return value();
