@@ -7,10 +7,20 @@
 // allocations (the runtime tape's arena). Blocks are sized in 16-byte classes up to 512 bytes;
 // larger requests go to operator new. A block freed on another thread joins that thread's list
 // (memory migrates, nothing breaks); each list keeps at most `max_cached` blocks and frees the
-// rest, and a thread's lists are released when the thread exits.
+// rest, and a thread's lists are released when the thread exits. Under AddressSanitizer a
+// cached block is poisoned, so a use after free of a pooled object is still reported.
 #include <array>
 #include <cstddef>
 #include <new>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define TOWER_POOL_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define TOWER_POOL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define TOWER_POOL_POISON(p, n) ((void)(p), (void)(n))
+#define TOWER_POOL_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 namespace tower::detail {
 
@@ -25,6 +35,7 @@ class block_pool {
     if (c < classes && !dead())
       if (node*& head = local().heads[c]; head) {
         node* n = head;
+        TOWER_POOL_UNPOISON(n, (c + 1) * granule);
         head = n->next;
         --local().counts[c];
         return n;
@@ -39,6 +50,7 @@ class block_pool {
       if (l.counts[c] < max_cached) {
         l.heads[c] = ::new (p) node{l.heads[c]};
         ++l.counts[c];
+        TOWER_POOL_POISON(static_cast<char*>(p) + sizeof(node), (c + 1) * granule - sizeof(node));
         return;
       }
     }
@@ -47,10 +59,10 @@ class block_pool {
 
   ~block_pool() {
     dead() = true;  // frees after this go straight to operator delete
-    for (node*& head : heads)
-      while (head) {
-        node* n = head;
-        head = n->next;
+    for (std::size_t c = 0; c < classes; ++c)
+      while (node* n = heads[c]) {
+        TOWER_POOL_UNPOISON(n, (c + 1) * granule);
+        heads[c] = n->next;
         ::operator delete(n);
       }
   }
