@@ -104,9 +104,10 @@ struct grad_node {
   grad_node(const grad_node&) = delete;
   grad_node& operator=(const grad_node&) = delete;
   virtual ~grad_node() = default;
-  /// One per input; a parent is null when that input is untracked.
-  virtual std::size_t parent_count() const { return 0; }
-  virtual grad_node* parent(std::size_t) const { return nullptr; }
+  /// One per input; a parent is null when that input is untracked. (Not virtual: the sweep
+  /// reads them for every edge; an op's node points them at its own storage.)
+  std::size_t parent_count() const { return parent_count_; }
+  grad_node* parent(std::size_t i) const { return parents_[i].get(); }
   /// False for leaves.
   virtual bool has_vjp() const { return false; }
   /// The gradient of each input given the output's, into grads[0, parent_count()).
@@ -114,6 +115,10 @@ struct grad_node {
 
   std::uint64_t seen = 0, has_adjoint_in = 0;
   value adjoint{std::shared_ptr<const value::rep>()};
+
+ protected:
+  const std::shared_ptr<grad_node>* parents_ = nullptr;
+  std::size_t parent_count_ = 0;
 };
 
 inline value::value() : value(0.0) {}

@@ -144,9 +144,10 @@ class grad_interpreter : public interpreter_base<transform_type::grad> {
     std::array<value, N> primals;
     std::array<std::shared_ptr<grad_node>, N> parents;
     op_node(const Op& o, value y, std::array<value, N> x, std::array<std::shared_ptr<grad_node>, N> p)
-        : op(o), out(std::move(y)), primals(std::move(x)), parents(std::move(p)) {}
-    std::size_t parent_count() const override { return N; }
-    grad_node* parent(std::size_t i) const override { return parents[i].get(); }
+        : op(o), out(std::move(y)), primals(std::move(x)), parents(std::move(p)) {
+      parents_ = parents.data();
+      parent_count_ = N;
+    }
     bool has_vjp() const override { return true; }
     void vjp(const value& g, value* grads) const override {
       auto gs = std::apply([&](const auto&... x) { return op.vjp(g, out, x...); }, primals);
@@ -236,8 +237,8 @@ struct functorch_table {
   using kernel = value (*)(const Op&, const interpreter_entry&, const arg_refs<N>&);
   std::array<kernel, transform_type_count> process{};
 
-  static const functorch_table& get() {
-    static const functorch_table t = [] {
+  static constexpr functorch_table make() {
+    return [] {
       functorch_table r;
       // Every op runs under vmap: its batching rule, or the per-example fallback.
       r.process[static_cast<int>(transform_type::vmap)] = [](const Op& op, const interpreter_entry& e, const arg_refs<N>& a) {
@@ -257,9 +258,14 @@ struct functorch_table {
         };
       return r;
     }();
-    return t;
   }
+  /// Built at compile time: no guard on the dispatch path.
+  static constexpr const functorch_table& get() { return table; }
+  static const functorch_table table;
 };
+
+template <class Op, std::size_t N>
+constexpr functorch_table<Op, N> functorch_table<Op, N>::table = functorch_table<Op, N>::make();
 
 namespace detail {
 /// Raises the error for an op with no rule for the top interpreter's key (kept out of line:
