@@ -32,10 +32,19 @@ P pad_batched(const bval<P, B>& x, std::int64_t r) {
   }
 }
 
+/// Whether pad_batched(x, r) changes x.
+template <class P, class B>
+bool needs_pad(const bval<P, B>& x, std::int64_t r) {
+  if constexpr (std::is_same_v<B, std::false_type>) return false;
+  else return static_cast<bool>(x.batched) && logical_rank(x) < r;
+}
+
 template <class Op>
 struct binary_pointwise {
   template <class BS, class X, class Y> auto batch(BS, const X& x, const Y& y) const {
     const std::int64_t r = std::max(logical_rank(x), logical_rank(y));
+    // Ranks already lined up (the common case): the physical values as they are, uncopied.
+    if (!needs_pad(x, r) && !needs_pad(y, r)) return call_op(static_cast<const Op&>(*this), x.value, y.value);
     return call_op(static_cast<const Op&>(*this), pad_batched(x, r), pad_batched(y, r));
   }
 };
@@ -88,6 +97,7 @@ TOWER_DECLARE_OP(where)
 #define TOWER_UNARY_OP(NAME, KERNEL, VJP, JVP)                                                   \
   struct NAME##_op {                                                                            \
     static constexpr const char* name = #NAME;                                                  \
+    static constexpr bool elementwise = true;                                                   \
     template <class X> auto base(const X& x) const {                                            \
       return kernels::map(x, [](auto v) { return KERNEL; });                                    \
     }                                                                                           \
@@ -134,6 +144,7 @@ TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
 #define TOWER_BINARY_OP(NAME, KERNEL, VJP_A, VJP_B, JVP)                                         \
   struct NAME##_op : binary_pointwise<NAME##_op> {                                              \
     static constexpr const char* name = #NAME;                                                  \
+    static constexpr bool elementwise = true;                                                   \
     template <class A, class B> auto base(const A& a, const B& b) const {                       \
       return kernels::zip(#NAME, a, b, [](auto x, auto y) { return KERNEL; });                  \
     }                                                                                           \
@@ -194,6 +205,7 @@ struct dual_rule<div_op> {
 #define TOWER_COMPARE_OP(NAME, EXPR)                                                             \
   struct NAME##_op : binary_pointwise<NAME##_op> {                                              \
     static constexpr const char* name = #NAME;                                                  \
+    static constexpr bool elementwise = true;                                                   \
     static constexpr bool differentiable = false;                                               \
     template <class A, class B> auto base(const A& a, const B& b) const {                       \
       return kernels::zip(#NAME, a, b, [](auto x, auto y) { return (EXPR) ? 1 : 0; });          \
@@ -211,6 +223,7 @@ TOWER_COMPARE_OP(ge, x >= y)
 /// and b (cond gets a zero gradient).
 struct where_op {
   static constexpr const char* name = "where";
+  static constexpr bool elementwise = true;
   template <class C, class A, class B> auto base(const C& c, const A& a, const B& b) const { return kernels::where(c, a, b); }
   template <class BS, class C, class A, class B> auto batch(BS, const C& c, const A& a, const B& b) const {
     const std::int64_t r = std::max({logical_rank(c), logical_rank(a), logical_rank(b)});

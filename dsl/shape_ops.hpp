@@ -110,12 +110,14 @@ struct to_tensor_op {
 /// Creation ops: their result does not depend on x's values, so grad does not record them.
 struct ones_like_op {
   static constexpr const char* name = "ones_like";
+  static constexpr bool elementwise = true;
   static constexpr bool differentiable = false;
   template <class X> auto base(const X& x) const { return kernels::map(x, [](auto) { return 1; }); }
   template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
 };
 struct zeros_like_op {
   static constexpr const char* name = "zeros_like";
+  static constexpr bool elementwise = true;
   static constexpr bool differentiable = false;
   template <class X> auto base(const X& x) const { return kernels::map(x, [](auto) { return 0; }); }
   template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
@@ -124,6 +126,7 @@ struct zeros_like_op {
 /// A value of x's shape filled with `fill`.
 struct full_like_op {
   static constexpr const char* name = "full_like";
+  static constexpr bool elementwise = true;
   static constexpr bool differentiable = false;
   double fill;
   template <class X> auto base(const X& x) const { return kernels::map(x, [v = fill](auto) { return v; }); }

@@ -49,11 +49,11 @@ class bridge_scope {
   std::uint64_t serial_;
 };
 
-inline void bridge_push(const std::unordered_map<const dyn::grad_node*, dyn::value>& adjoint, std::uint64_t serial) {
+inline void bridge_push(const dyn::detail::leaf_adjoints& adjoint, std::uint64_t serial) {
   auto it = bridges().find(serial);
   if (it == bridges().end()) return;
   for (const auto& b : it->second)
-    if (auto a = adjoint.find(b.leaf.get()); a != adjoint.end()) b.push(a->second);
+    if (const dyn::value* a = dyn::detail::find_adjoint(adjoint, b.leaf.get())) b.push(*a);
 }
 
 /// A static tape node standing for a value the runtime graph computed: its backward runs the

@@ -30,8 +30,10 @@ struct interpreter_entry {
 };
 
 namespace detail {
+// The stack holds pointers: each entry lives in its interpreter_scope (one per transform call),
+// so lowering pops and pushes a pointer, and an interpreter's entry never moves while it lives.
 struct interpreter_stack_state {
-  std::vector<interpreter_entry> entries;
+  std::vector<interpreter_entry*> entries;
   std::uint64_t next_serial = 1;
 };
 inline interpreter_stack_state& interpreter_stack() {
@@ -40,47 +42,49 @@ inline interpreter_stack_state& interpreter_stack() {
 }
 }  // namespace detail
 
-inline const std::vector<interpreter_entry>& interpreter_stack_entries() { return detail::interpreter_stack().entries; }
+/// The live entries, bottom to top.
+inline const std::vector<interpreter_entry*>& interpreter_stack_entries() { return detail::interpreter_stack().entries; }
 
 inline std::size_t interpreter_stack_depth() { return detail::interpreter_stack().entries.size(); }
 
 /// Highest live level (0 when no transform is live).
 inline int top_live_level() {
   const auto& e = detail::interpreter_stack().entries;
-  return e.empty() ? 0 : e.back().level;
+  return e.empty() ? 0 : e.back()->level;
 }
 
 /// The top of the stack; tower::error when no transform is live.
 inline const interpreter_entry& retrieve_current_interpreter() {
   const auto& e = detail::interpreter_stack().entries;
   if (e.empty()) throw error("retrieve_current_interpreter: no transform is active");
-  return e.back();
+  return *e.back();
 }
 
 /// The live entry with this serial, or nullptr when its transform has returned.
 inline const interpreter_entry* find_live_interpreter(std::uint64_t serial) {
   const auto& e = detail::interpreter_stack().entries;
   for (auto it = e.rbegin(); it != e.rend(); ++it)
-    if (it->serial == serial) return &*it;
+    if ((*it)->serial == serial) return *it;
   return nullptr;
 }
 
 inline const interpreter_entry* find_live_level(int level) {
   const auto& e = detail::interpreter_stack().entries;
   for (auto it = e.rbegin(); it != e.rend(); ++it)
-    if (it->level == level) return &*it;
+    if ((*it)->level == level) return *it;
   return nullptr;
 }
 
 /// RAII: pushes a fresh entry for a transform call and pops it on exit, exceptions included.
 class interpreter_scope {
  public:
-  interpreter_scope(transform_type key, int level) {
+  interpreter_scope(transform_type key, int level) : entry_{key, level, 0} {
     auto& s = detail::interpreter_stack();
-    if (!s.entries.empty() && level <= s.entries.back().level)
+    if (!s.entries.empty() && level <= s.entries.back()->level)
       throw error(to_string(key) + ": level " + std::to_string(level) + " is not above the live level " +
-                  std::to_string(s.entries.back().level));
-    s.entries.push_back(interpreter_entry{key, level, s.next_serial++});
+                  std::to_string(s.entries.back()->level));
+    entry_.serial = s.next_serial++;
+    s.entries.push_back(&entry_);
     depth_ = s.entries.size();
   }
   ~interpreter_scope() {
@@ -90,9 +94,10 @@ class interpreter_scope {
   interpreter_scope(const interpreter_scope&) = delete;
   interpreter_scope& operator=(const interpreter_scope&) = delete;
 
-  interpreter_entry& entry() { return detail::interpreter_stack().entries[depth_ - 1]; }
+  interpreter_entry& entry() { return entry_; }
 
  private:
+  interpreter_entry entry_;
   std::size_t depth_;
 };
 
@@ -100,18 +105,22 @@ class interpreter_scope {
 /// (functorch's temporarilyPopInterpreterStack, used by lowering on the runtime path).
 class temporarily_pop_interpreter_stack {
  public:
-  temporarily_pop_interpreter_stack() {
-    auto& e = detail::interpreter_stack().entries;
-    if (e.empty()) throw error("temporarily_pop_interpreter_stack: no transform is active");
-    saved_ = e.back();
-    e.pop_back();
+  temporarily_pop_interpreter_stack() : entries_(detail::interpreter_stack().entries) {
+    if (entries_.empty()) [[unlikely]]
+      none_active();
+    saved_ = entries_.back();
+    entries_.pop_back();
   }
-  ~temporarily_pop_interpreter_stack() { detail::interpreter_stack().entries.push_back(saved_); }
+  ~temporarily_pop_interpreter_stack() { entries_.push_back(saved_); }
   temporarily_pop_interpreter_stack(const temporarily_pop_interpreter_stack&) = delete;
   temporarily_pop_interpreter_stack& operator=(const temporarily_pop_interpreter_stack&) = delete;
 
  private:
-  interpreter_entry saved_{};
+  [[noreturn, gnu::cold, gnu::noinline]] static void none_active() {
+    throw error("temporarily_pop_interpreter_stack: no transform is active");
+  }
+  std::vector<interpreter_entry*>& entries_;  // this thread's stack (one thread-local lookup)
+  interpreter_entry* saved_ = nullptr;
 };
 
 }  // namespace tower

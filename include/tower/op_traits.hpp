@@ -27,6 +27,15 @@ concept differentiable_op = !requires { Op::differentiable; } || Op::differentia
 
 template <class Op> inline constexpr bool is_differentiable_v = differentiable_op<Op>;
 
+/// An elementwise op (`static constexpr bool elementwise = true;`): its base kernel on doubles
+/// is its base kernel on one-element tensors, and the result has the operands' broadcast shape.
+/// The runtime path uses this to run one-element values without building tensors.
+template <class Op>
+inline constexpr bool is_elementwise_v = [] {
+  if constexpr (requires { Op::elementwise; }) return static_cast<bool>(Op::elementwise);
+  else return false;
+}();
+
 template <class Op, class... A>
 inline constexpr bool has_base_kernel_v = requires(const Op& op, const A&... a) { op.base(a...); };
 

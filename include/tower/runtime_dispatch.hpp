@@ -6,9 +6,11 @@
 // it lowers (temporarily pops itself and re-dispatches); otherwise it looks up the op's rule for
 // its key in the op's functorch_table and runs it. The table's entries are the op's own generic
 // rules (dsl/) instantiated with dyn::value: one rule, two paths.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -18,14 +20,26 @@
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/op_traits.hpp"
+#include "tower/pool_allocator.hpp"
 
 namespace tower::runtime {
 
 using dyn::grad_node;
 using dyn::value;
 
+/// An op's arguments as dispatch sees them: references, so that passing them down the stack
+/// copies no value (a copy is a reference-count update).
+template <std::size_t N>
+using arg_refs = std::array<const value*, N>;
+
+/// References to the values of an array.
+template <std::size_t N>
+arg_refs<N> refs_of(const std::array<value, N>& a) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) { return arg_refs<N>{&a[I]...}; }(std::make_index_sequence<N>{});
+}
+
 template <class Op, std::size_t N>
-value dispatch_functorch(const Op& op, std::array<value, N> args);
+value dispatch_functorch(const Op& op, const arg_refs<N>& args);
 
 /// What every runtime interpreter shares: its stack entry (coerced by key), level, key, and
 /// lowering (functorch's Interpreter: sendToNextInterpreter pops itself and re-dispatches).
@@ -33,19 +47,25 @@ template <transform_type Key>
 class interpreter_base {
  public:
   explicit interpreter_base(const interpreter_entry& e) : e_(e) {
-    if (e.key != Key) throw error("expected a " + to_string(Key) + " interpreter, got " + to_string(e.key));
+    if (e.key != Key) [[unlikely]]
+      wrong_key(e.key);
   }
   int level() const { return e_.level; }
   transform_type key() const { return e_.key; }
 
   template <class Op, std::size_t N>
-  static value lower(const Op& op, std::array<value, N> args) {
+  static value lower(const Op& op, const std::array<value, N>& args) {
     temporarily_pop_interpreter_stack pop;
-    return dispatch_functorch(op, std::move(args));
+    return dispatch_functorch(op, refs_of(args));
   }
 
  protected:
   const interpreter_entry& e_;
+
+ private:
+  [[noreturn, gnu::cold, gnu::noinline]] static void wrong_key(transform_type key) {
+    throw error("expected a " + to_string(Key) + " interpreter, got " + to_string(key));
+  }
 };
 
 /// A stack entry seen as a vmap interpreter (functorch's VmapInterpreterPtr).
@@ -55,7 +75,7 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
   std::int64_t batch_size() const { return e_.batch_size; }
 
   template <class Op, std::size_t N>
-  value process(const Op& op, const std::array<value, N>& args) const {
+  value process(const Op& op, const arg_refs<N>& args) const {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       value phys = [&] {
         if constexpr (requires { op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...); })
@@ -69,9 +89,10 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
 
  private:
   template <std::size_t I, std::size_t N>
-  bval<value, bool> arg(const std::array<value, N>& a) const {
-    const bool here = a[I].level() == e_.level;
-    return {here ? a[I].get().inner : a[I], here};
+  bval<value, bool> arg(const arg_refs<N>& a) const {
+    const value& x = *a[I];
+    const bool here = x.level() == e_.level;
+    return {here ? x.get().inner : x, here};
   }
 };
 
@@ -88,34 +109,53 @@ class grad_interpreter : public interpreter_base<transform_type::grad> {
   }
 
   template <class Op, std::size_t N>
-  value process(const Op& op, const std::array<value, N>& args) const {
+  value process(const Op& op, const arg_refs<N>& args) const {
     std::array<value, N> primals;
-    std::vector<std::shared_ptr<grad_node>> parents(N);
+    std::array<std::shared_ptr<grad_node>, N> parents;
     bool tracked = false;
     for (std::size_t i = 0; i < N; ++i) {
-      auto [p, n] = lift(args[i]);
-      primals[i] = std::move(p);
-      tracked = tracked || n;
-      parents[i] = std::move(n);
+      const value& x = *args[i];
+      if (x.level() == e_.level) {  // lift, without copying the pair
+        primals[i] = x.get().inner;
+        parents[i] = x.get().node;
+        tracked = tracked || parents[i];
+      } else {
+        primals[i] = x;
+      }
     }
     const int level = e_.level;
     const std::uint64_t serial = e_.serial;
     value out = lower(op, primals);
     std::shared_ptr<grad_node> node;
     if constexpr (is_differentiable_v<Op>) {
-      if (tracked && grad_enabled_at(level)) {
-        node = std::make_shared<grad_node>();
-        node->parents = std::move(parents);
-        node->vjp = [op, out, primals](const value& g) {
-          return std::apply([&](const auto&... x) {
-            return std::apply([](auto&&... gi) { return std::vector<value>{value(std::move(gi))...}; }, op.vjp(g, out, x...));
-          }, primals);
-        };
-      }
+      if (tracked && grad_enabled_at(level))
+        node = std::allocate_shared<op_node<Op, N>>(tower::detail::pool_allocator<op_node<Op, N>>(), op, out, std::move(primals),
+                                                    std::move(parents));
     }
     return dyn::wrap(transform_type::grad, level, serial, std::move(out), std::move(node));
   }
 
+ private:
+  /// The node grad records for one op: its inputs' nodes and what its VJP rule needs.
+  template <class Op, std::size_t N>
+  struct op_node final : grad_node {
+    Op op;
+    value out;
+    std::array<value, N> primals;
+    std::array<std::shared_ptr<grad_node>, N> parents;
+    op_node(const Op& o, value y, std::array<value, N> x, std::array<std::shared_ptr<grad_node>, N> p)
+        : op(o), out(std::move(y)), primals(std::move(x)), parents(std::move(p)) {
+      parents_ = parents.data();
+      parent_count_ = N;
+    }
+    bool has_vjp() const override { return true; }
+    void vjp(const value& g, value* grads) const override {
+      auto gs = std::apply([&](const auto&... x) { return op.vjp(g, out, x...); }, primals);
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((grads[I] = value(std::move(std::get<I>(gs)))), ...);
+      }(std::make_index_sequence<N>{});
+    }
+  };
 };
 
 /// A stack entry seen as a jvp interpreter (forward mode).
@@ -125,12 +165,12 @@ class jvp_interpreter : public interpreter_base<transform_type::jvp> {
   bool prev_fwd_grad_mode() const { return e_.prev_fwd_grad_mode; }
 
   template <class Op, std::size_t N>
-  value process(const Op& op, const std::array<value, N>& args) const {
+  value process(const Op& op, const arg_refs<N>& args) const {
     std::array<value, N> primals, tangents;
     bool tracked = false;
     for (std::size_t i = 0; i < N; ++i) {
-      const bool here = args[i].level() == e_.level;
-      primals[i] = here ? args[i].get().inner : args[i];
+      const bool here = args[i]->level() == e_.level;
+      primals[i] = here ? args[i]->get().inner : *args[i];
       tracked = tracked || here;
     }
     const int level = e_.level;
@@ -140,7 +180,7 @@ class jvp_interpreter : public interpreter_base<transform_type::jvp> {
     if constexpr (is_differentiable_v<Op>) {
       if (tracked && fwd_grad_enabled_at(level)) {
         for (std::size_t i = 0; i < N; ++i)
-          tangents[i] = args[i].level() == level ? args[i].get().tangent : tower::detail::zeros_like_value(primals[i]);
+          tangents[i] = args[i]->level() == level ? args[i]->get().tangent : tower::detail::zeros_like_value(primals[i]);
         t = [&]<std::size_t... I>(std::index_sequence<I...>) {
           return value(op.jvp(out, primals[I]..., tangents[I]...));
         }(std::make_index_sequence<N>{});
@@ -158,20 +198,30 @@ namespace detail {
 template <class W> value static_to_value(const W& w);
 
 /// Any operand as a dyn::value.
-template <class X>
-value to_value(const X& x) {
-  if constexpr (std::is_same_v<X, value>) return x;
+template <class X0>
+value to_value(X0&& x) {  // a result tensor is moved in, not copied
+  using X = std::remove_cvref_t<X0>;
+  if constexpr (std::is_same_v<X, value>) return std::forward<X0>(x);
   else if constexpr (std::is_arithmetic_v<X>) return value(static_cast<double>(x));
-  else if constexpr (std::is_same_v<X, tensor<double>>) return value(x);
+  else if constexpr (std::is_same_v<X, tensor<double>>) return value(std::forward<X0>(x));
   else if constexpr (is_tensor_v<X>) static_assert(!is_tensor_v<X>, "tower: the runtime path works on tensor<double> only");
   else return static_to_value(x);
 }
 
 template <class Op, std::size_t N>
-value run_base(const Op& op, const std::array<value, N>& args) {
+value run_base(const Op& op, const arg_refs<N>& args) {
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    if constexpr (is_elementwise_v<Op>) {
+      // One-element operands (scalars, batch-size-1 values): the kernel on doubles, and the
+      // result has the broadcast shape, ones of the largest rank. No tensor is built.
+      if ((args[I]->is_inline() && ...)) {
+        const int r = std::max({0, args[I]->inline_rank()...});
+        return value::one_element(static_cast<double>(op.base(args[I]->scalar()...)), r);
+      }
+    }
     if constexpr (has_base_kernel_v<Op, decltype((void)I, tensor<double>{})...>) {
-      return to_value(op.base(args[I].get().plain...));
+      [[maybe_unused]] std::array<std::optional<tensor<double>>, N> made;  // inline values as tensors
+      return to_value(op.base(args[I]->plain_ref(made[I])...));
     } else {
       throw error(std::string("op '") + Op::name + "' has no base kernel for tensors");
       return value();
@@ -184,65 +234,97 @@ value run_base(const Op& op, const std::array<value, N>& args) {
 /// the op has no rule for that transform.
 template <class Op, std::size_t N>
 struct functorch_table {
-  using kernel = value (*)(const Op&, const interpreter_entry&, const std::array<value, N>&);
+  using kernel = value (*)(const Op&, const interpreter_entry&, const arg_refs<N>&);
   std::array<kernel, transform_type_count> process{};
 
-  static const functorch_table& get() {
-    static const functorch_table t = [] {
+  static constexpr functorch_table make() {
+    return [] {
       functorch_table r;
       // Every op runs under vmap: its batching rule, or the per-example fallback.
-      r.process[static_cast<int>(transform_type::vmap)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
+      r.process[static_cast<int>(transform_type::vmap)] = [](const Op& op, const interpreter_entry& e, const arg_refs<N>& a) {
           return vmap_interpreter(e).process(op, a);
         };
       if constexpr (!is_differentiable_v<Op> || []<std::size_t... I>(std::index_sequence<I...>) {
                       return has_vjp_rule_v<Op, value, decltype((void)I, std::declval<value>())...>;
                     }(std::make_index_sequence<N>{}))
-        r.process[static_cast<int>(transform_type::grad)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
+        r.process[static_cast<int>(transform_type::grad)] = [](const Op& op, const interpreter_entry& e, const arg_refs<N>& a) {
           return grad_interpreter(e).process(op, a);
         };
       if constexpr (!is_differentiable_v<Op> || []<std::size_t... I>(std::index_sequence<I...>) {
                       return requires(const Op& op, const value& v) { op.jvp(v, ((void)I, v)..., ((void)I, v)...); };
                     }(std::make_index_sequence<N>{}))
-        r.process[static_cast<int>(transform_type::jvp)] = [](const Op& op, const interpreter_entry& e, const std::array<value, N>& a) {
+        r.process[static_cast<int>(transform_type::jvp)] = [](const Op& op, const interpreter_entry& e, const arg_refs<N>& a) {
           return jvp_interpreter(e).process(op, a);
         };
       return r;
     }();
-    return t;
   }
+  /// Built at compile time: no guard on the dispatch path.
+  static constexpr const functorch_table& get() { return table; }
+  static const functorch_table table;
 };
 
 template <class Op, std::size_t N>
-value dispatch_functorch(const Op& op, std::array<value, N> args) {
-  // Wrappers whose transform has returned are dead: a grad wrapper is a constant (its primal);
-  // a batched value has no meaning outside its vmap.
-  for (auto& a : args) {
-    while (a.level() > 0 && !find_live_interpreter(a.get().serial)) {
-      if (a.get().key == transform_type::vmap)
-        throw error(std::string("op '") + Op::name + "': a value batched by a vmap was used after that vmap returned");
-      a = value(a.get().inner);
-    }
-  }
-  if (interpreter_stack_depth() == 0) {
-    for (auto& a : args)
-      if (a.level() > 0) throw error(std::string("op '") + Op::name + "': wrapped value with no live transform");
-    return detail::run_base(op, args);
-  }
-  const interpreter_entry& top = retrieve_current_interpreter();
-  bool here = false;
-  for (auto& a : args) here = here || a.level() == top.level;
-  if (!here) {
-    temporarily_pop_interpreter_stack pop;
-    return dispatch_functorch(op, std::move(args));
-  }
-  const int k = static_cast<int>(top.key);
+constexpr functorch_table<Op, N> functorch_table<Op, N>::table = functorch_table<Op, N>::make();
+
+namespace detail {
+/// Raises the error for an op with no rule for the top interpreter's key (kept out of line:
+/// the message is built only when it is thrown).
+template <class Op>
+[[noreturn, gnu::cold, gnu::noinline]] void throw_no_rule(transform_type key) {
+  const int k = static_cast<int>(key);
   if (k < 0 || k >= transform_type_count)
     throw error(std::string("op '") + Op::name + "': unknown transform key " + std::to_string(k));
-  const auto kernel = functorch_table<Op, N>::get().process[static_cast<std::size_t>(k)];
-  if (!kernel)
-    throw error(std::string("op '") + Op::name + "' has no " +
-                (top.key == transform_type::vmap ? "batching rule" : top.key == transform_type::grad ? "VJP rule" : "JVP rule") +
-                " for transform '" + to_string(top.key) + "'");
+  throw error(std::string("op '") + Op::name + "' has no " +
+              (key == transform_type::vmap ? "batching rule" : key == transform_type::grad ? "VJP rule" : "JVP rule") +
+              " for transform '" + to_string(key) + "'");
+}
+
+/// Whether the outer wrapper of x belongs to a transform that has returned.
+inline bool has_dead_wrapper(const value& x, const std::vector<interpreter_entry*>& stack) {
+  if (x.level() == 0) return false;
+  const std::uint64_t serial = x.get().serial;
+  for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+    if ((*it)->serial == serial) return false;
+  return true;
+}
+}  // namespace detail
+
+template <class Op, std::size_t N>
+value dispatch_functorch(const Op& op, const arg_refs<N>& args) {
+  // Wrappers whose transform has returned are dead: a grad wrapper is a constant (its primal);
+  // a batched value has no meaning outside its vmap. (Rare: copy the arguments only then.)
+  const auto& stack = interpreter_stack_entries();
+  bool wrapped = false;
+  for (const value* a : args) {
+    wrapped = wrapped || a->level() > 0;
+    if (!detail::has_dead_wrapper(*a, stack)) [[likely]]
+      continue;
+    std::array<value, N> live;
+    for (std::size_t i = 0; i < N; ++i) {
+      live[i] = *args[i];
+      while (detail::has_dead_wrapper(live[i], stack)) {
+        if (live[i].get().key == transform_type::vmap)
+          throw error(std::string("op '") + Op::name + "': a value batched by a vmap was used after that vmap returned");
+        live[i] = value(live[i].get().inner);
+      }
+    }
+    return dispatch_functorch(op, refs_of(live));
+  }
+  // Plain arguments: no interpreter has anything to do (levels start at 1), so the base kernel
+  // runs at once, with no lowering through the live stack.
+  if (!wrapped) return detail::run_base(op, args);
+  if (stack.empty()) throw error(std::string("op '") + Op::name + "': wrapped value with no live transform");
+  const interpreter_entry& top = *stack.back();
+  bool here = false;
+  for (const value* a : args) here = here || a->level() == top.level;
+  if (!here) {
+    temporarily_pop_interpreter_stack pop;
+    return dispatch_functorch(op, args);
+  }
+  const auto k = static_cast<std::size_t>(top.key);
+  const auto kernel = k < static_cast<std::size_t>(transform_type_count) ? functorch_table<Op, N>::get().process[k] : nullptr;
+  if (!kernel) detail::throw_no_rule<Op>(top.key);
   return kernel(op, top, args);
 }
 
@@ -251,6 +333,19 @@ value dispatch_functorch(const Op& op, std::array<value, N> args) {
 namespace tower::detail {
 template <class Op, class... A>
 dyn::value runtime_call(const Op& op, const A&... a) {
-  return runtime::dispatch_functorch(op, std::array<dyn::value, sizeof...(A)>{runtime::detail::to_value(a)...});
+  // dyn::value arguments are passed by reference; others become values here.
+  constexpr std::size_t N = sizeof...(A);
+  [[maybe_unused]] std::array<dyn::value, N> made;
+  const auto ref = [&]<class X>(const X& x, std::size_t i) -> const dyn::value* {
+    if constexpr (std::is_same_v<X, dyn::value>) {
+      return &x;
+    } else {
+      made[i] = runtime::detail::to_value(x);
+      return &made[i];
+    }
+  };
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return runtime::dispatch_functorch(op, runtime::arg_refs<N>{ref(a, I)...});
+  }(std::index_sequence_for<A...>{});
 }
 }  // namespace tower::detail

@@ -184,6 +184,7 @@ shape_t shape(const X& x) {
 template <class X>
 std::int64_t rank(const X& x) {
   if constexpr (kernels::is_plain_scalar_v<X>) return 0;
+  else if constexpr (is_dyn_v<X>) return x.rank();  // without building the shape
   else return static_cast<std::int64_t>(shape(x).size());
 }
 

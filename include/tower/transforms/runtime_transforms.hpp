@@ -2,14 +2,14 @@
 // vmap and grad on the runtime path: runtime levels, dyn::value wrappers, the live stack.
 // Reached through tw::vmap / tw::grad when the function is type-erased (see runtime_function.hpp)
 // or an argument is a dyn::value; the semantics match the static path exactly.
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "dsl/layout.hpp"
@@ -27,7 +27,7 @@ namespace detail {
 inline value unbatch(const value& r, std::int64_t out_dim, std::int64_t bs, int level, std::uint64_t serial) {
   if (r.level() == level && r.get().serial == serial) {
     const value& p = r.get().inner;
-    const auto d = tensor<double>::normalize_dim(out_dim, static_cast<std::int64_t>(p.shape().size()));
+    const auto d = tensor<double>::normalize_dim(out_dim, p.rank());
     return d == 0 ? p : movedim(p, 0, d);
   }
   shape_t s = r.shape(), one = s, full = s;
@@ -38,38 +38,94 @@ inline value unbatch(const value& r, std::int64_t out_dim, std::int64_t bs, int 
   return d == 0 ? b : movedim(b, 0, d);
 }
 
-/// Reverse-mode sweep from a tracked output: the adjoint of every node it reaches.
-inline std::unordered_map<const grad_node*, value> backward(const value& out, const value* seed = nullptr) {
-  std::unordered_map<const grad_node*, value> adjoint;
-  // Reverse topological order by depth-first search from the output.
+/// The adjoints a backward sweep found for the leaves it reached, sorted by node.
+using leaf_adjoints = std::vector<std::pair<const grad_node*, value>>;
+
+/// The adjoint of leaf `n`, or null when the sweep did not reach it.
+inline const value* find_adjoint(const leaf_adjoints& a, const grad_node* n) {
+  auto it = std::lower_bound(a.begin(), a.end(), n, [](const auto& e, const grad_node* k) { return std::less<>{}(e.first, k); });
+  return it != a.end() && it->first == n ? &it->second : nullptr;
+}
+
+/// Working storage of a backward sweep, kept per thread so that a sweep allocates nothing once
+/// warm. A sweep started while another runs on the thread gets its own.
+struct sweep_scratch {
   std::vector<grad_node*> order;
-  std::unordered_set<const grad_node*> seen;
-  std::vector<std::pair<grad_node*, std::size_t>> stack{{out.get().node.get(), 0}};
-  seen.insert(out.get().node.get());
-  while (!stack.empty()) {
-    auto& [n, i] = stack.back();
-    if (i < n->parents.size()) {
-      grad_node* p = n->parents[i++].get();
-      if (p && seen.insert(p).second) stack.push_back({p, 0});
+  std::vector<std::pair<grad_node*, std::size_t>> stack;
+  std::vector<value> grads;
+  bool busy = false;
+};
+
+/// Reverse-mode sweep from a tracked output: the adjoint of every leaf it reaches (the nodes
+/// without a VJP: grad's inputs and the bridge's leaves).
+///
+/// Adjoints of the nodes in between live on the nodes for the length of the sweep (no map,
+/// no per-node allocation); a sweep id tells this sweep's marks from any earlier one's, and
+/// the nodes are cleared when the sweep ends, exceptions included.
+inline leaf_adjoints backward(const value& out, const value* seed = nullptr) {
+  static std::atomic<std::uint64_t> sweeps{0};
+  const std::uint64_t sweep = ++sweeps;
+  thread_local sweep_scratch shared;
+  sweep_scratch own;
+  sweep_scratch& w = shared.busy ? own : shared;
+  struct release_on_exit {
+    sweep_scratch& w;
+    ~release_on_exit() {
+      for (grad_node* n : w.order) {
+        n->adjoint = value(std::shared_ptr<const value::rep>());
+        n->has_adjoint_in = 0;
+        n->seen = 0;
+      }
+      w.order.clear();
+      w.stack.clear();
+      for (auto& g : w.grads) g = value(std::shared_ptr<const value::rep>());
+      w.busy = false;
+    }
+  };
+  w.busy = true;
+  release_on_exit release{w};
+  // Reverse topological order by depth-first search from the output.
+  grad_node* root = out.get().node.get();
+  w.stack.push_back({root, 0});
+  root->seen = sweep;
+  while (!w.stack.empty()) {
+    auto& [n, i] = w.stack.back();
+    if (i < n->parent_count()) {
+      grad_node* p = n->parent(i++);
+      if (p && p->seen != sweep) {
+        p->seen = sweep;
+        w.stack.push_back({p, 0});
+      }
     } else {
-      order.push_back(n);
-      stack.pop_back();
+      if (w.grads.size() < n->parent_count()) w.grads.resize(n->parent_count());
+      w.order.push_back(n);
+      w.stack.pop_back();
     }
   }
-  adjoint.emplace(out.get().node.get(), seed ? *seed : ones_like(out.get().inner));
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+  root->adjoint = seed ? *seed : ones_like(out.get().inner);
+  root->has_adjoint_in = sweep;
+  leaf_adjoints leaves;
+  for (auto it = w.order.rbegin(); it != w.order.rend(); ++it) {
     grad_node* n = *it;
-    auto a = adjoint.find(n);
-    if (a == adjoint.end() || !n->vjp) continue;
-    const std::vector<value> g = n->vjp(a->second);
-    for (std::size_t i = 0; i < n->parents.size(); ++i) {
-      const grad_node* p = n->parents[i].get();
+    if (n->has_adjoint_in != sweep) continue;
+    if (!n->has_vjp()) {
+      leaves.emplace_back(n, n->adjoint);
+      continue;
+    }
+    n->vjp(n->adjoint, w.grads.data());
+    for (std::size_t i = 0; i < n->parent_count(); ++i) {
+      grad_node* p = n->parent(i);
       if (!p) continue;
-      auto [slot, fresh] = adjoint.try_emplace(p, g[i]);
-      if (!fresh) slot->second = slot->second + g[i];
+      if (p->has_adjoint_in != sweep) {
+        p->adjoint = std::move(w.grads[i]);
+        p->has_adjoint_in = sweep;
+      } else {
+        p->adjoint = p->adjoint + w.grads[i];
+      }
     }
   }
-  return adjoint;
+  std::sort(leaves.begin(), leaves.end(), [](const auto& x, const auto& y) { return std::less<>{}(x.first, y.first); });
+  return leaves;
 }
 
 }  // namespace detail
@@ -83,7 +139,7 @@ auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t
   scope.entry().randomness = randomness;
   const std::uint64_t serial = scope.entry().serial;
   std::int64_t bs = -1;
-  std::string first;
+  tower::detail::batch_origin first;
   for (std::size_t i = 0; i < N; ++i)
     if (in_dims[i]) tower::detail::merge_batch_size(i, *in_dims[i], args[i].shape(), bs, first);
   tower::detail::require_batched(bs);
@@ -94,7 +150,7 @@ auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t
       wrapped[i] = args[i];
       continue;
     }
-    const auto r = static_cast<std::int64_t>(args[i].shape().size());
+    const auto r = args[i].rank();
     const std::int64_t d = *in_dims[i] < 0 ? *in_dims[i] + r : *in_dims[i];
     wrapped[i] = wrap(transform_type::vmap, level, serial, d == 0 ? args[i] : movedim(args[i], d, 0));
   }
@@ -116,7 +172,7 @@ auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>
               randomness_kind randomness = randomness_kind::error, std::int64_t chunk_size = 0) {
   if (chunk_size > 0) {
     std::int64_t bs = -1;
-    std::string first;
+    tower::detail::batch_origin first;
     for (std::size_t i = 0; i < N; ++i)
       if (in_dims[i]) tower::detail::merge_batch_size(i, *in_dims[i], args[i].shape(), bs, first);
     if (bs > chunk_size) {
@@ -176,7 +232,7 @@ auto run_grad(const Call& call, const std::vector<int>& argnums, const std::arra
   for (int k : argnums) {
     if (k < 0 || static_cast<std::size_t>(k) >= N)
       throw error("grad: argnums index " + std::to_string(k) + " is out of range for a function of " + std::to_string(N) + " arguments");
-    leaves.push_back(std::make_shared<grad_node>());
+    leaves.push_back(std::allocate_shared<grad_node>(tower::detail::pool_allocator<grad_node>()));
     wrapped[static_cast<std::size_t>(k)] = wrap(transform_type::grad, level, serial, args[static_cast<std::size_t>(k)], leaves.back());
   }
   auto result = call(wrapped);
@@ -187,13 +243,13 @@ auto run_grad(const Call& call, const std::vector<int>& argnums, const std::arra
   if (const shape_t s = out.shape(); !s.empty())
     throw error("grad: f must return a scalar, it returned a value of shape " + tower::detail::shape_str(s));
 
-  std::unordered_map<const grad_node*, value> adjoint;
+  detail::leaf_adjoints adjoint;
   if (out.level() == level && out.get().serial == serial && out.get().node) adjoint = detail::backward(out);
   using Aux = std::conditional_t<HasAux, std::tuple_element_t<1, std::conditional_t<HasAux, decltype(result), std::tuple<value, value>>>, value>;
   grad_result<Aux> r;
   for (std::size_t j = 0; j < argnums.size(); ++j) {
-    auto a = adjoint.find(leaves[j].get());
-    r.grads.push_back(a != adjoint.end() ? a->second : zeros_like(args[static_cast<std::size_t>(argnums[j])]));
+    const value* a = detail::find_adjoint(adjoint, leaves[j].get());
+    r.grads.push_back(a ? *a : zeros_like(args[static_cast<std::size_t>(argnums[j])]));
   }
   r.val = unwrap_level(out, level, serial);
   if constexpr (HasAux) r.aux = unwrap_level(std::get<1>(result), level, serial);
