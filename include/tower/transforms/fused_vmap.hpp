@@ -389,17 +389,21 @@ struct is_grad_family<grad_transform<F, Argnums, HasAux, WithValue, Fl>> : std::
 /// Whether examples that are numbers may be passed as numbers (see the header comment): f is a
 /// grad transform (vmap(grad(f)), vmap(grad_and_value(f))), batched arguments are tensors,
 /// unbatched arguments are numbers, and f returns plain values for numbers.
+template <class F, class InDims, class... A, std::size_t... I>
+constexpr bool scalar_candidate_args(std::index_sequence<I...>) {
+  if constexpr (!((is_batched_arg_v<InDims, I> ? is_tensor_v<A> : kernels::is_plain_scalar_v<A>) && ...)) {
+    return false;
+  } else {
+    using R = typename example_types<InDims, true, std::index_sequence_for<A...>, A...>::template result_of<F>;
+    return plain_result_v<R>;
+  }
+}
+// (Function templates, not generic lambdas: clang instantiates a discarded if-constexpr branch
+// of a generic lambda, which would compile f for numbers whatever it is.)
 template <class F, class InDims, class... A>
 constexpr bool scalar_candidate() {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    constexpr bool args_ok = ((is_batched_arg_v<InDims, I> ? is_tensor_v<A> : kernels::is_plain_scalar_v<A>) && ...);
-    if constexpr (!is_grad_family<F>::value || !args_ok || sizeof...(A) == 0) {
-      return false;
-    } else {
-      using R = typename example_types<InDims, true, std::index_sequence_for<A...>, A...>::template result_of<F>;
-      return plain_result_v<R>;
-    }
-  }(std::index_sequence_for<A...>{});
+  if constexpr (!is_grad_family<F>::value || sizeof...(A) == 0) return false;
+  else return scalar_candidate_args<F, InDims, A...>(std::index_sequence_for<A...>{});
 }
 
 /// The example type f sees for argument I on the per-example form on numbers.
