@@ -63,3 +63,23 @@ TEST_CASE("chunk_size gives the same results, for tuple outputs, out_dims and bo
   std::function<value(value)> fr = [](value x) { return tw::sum(tw::sin(x)); };
   require_close(tw::vmap(fr, tw::chunk_size(4))(X).to_tensor(), tw::vmap(fr)(X).to_tensor(), 0);
 }
+
+TEST_CASE("the runtime path runs a large top-level vmap in packets, with the same numbers") {
+  // 9000 x 16 numbers: over the 2^17 threshold, so automatic takes packets of 256 examples.
+  const tensor<double> X = sample({16, 9000}, -1, 1, 13), w = sample({16}, -1, 1, 14);
+  std::function<std::tuple<value, value>(value, value)> fr = [](value x, value v) {
+    return std::make_tuple(tw::sum(tw::sin(x) * v), x * 2.0);
+  };
+  auto fs = [](auto x, auto v) { return std::make_tuple(tw::sum(tw::sin(x) * v), x * 2.0); };
+  const auto in = tw::in_dims(1, tw::none);
+  const auto out = tw::out_dims(0, 1);
+  const auto [ra, rb] = tw::vmap(fr, in, out)(X, w);
+  const auto [sa, sb] = tw::vmap(fs, in, out, tw::strategy::batched)(X, w);
+  require_close(ra.to_tensor(), sa, 1e-15);
+  require_close(rb.to_tensor(), sb, 0);
+  REQUIRE(rb.to_tensor().shape() == shape_t{16, 9000});
+  // grad inside.
+  std::function<value(value, value)> loss = [](value x, value v) { return tw::sum(tw::sin(x) * v); };
+  auto loss_s = [](auto x, auto v) { return tw::sum(tw::sin(x) * v); };
+  require_close(tw::vmap(tw::grad(loss), in)(X, w).to_tensor(), tw::vmap(tw::grad(loss_s), in, tw::strategy::batched)(X, w), 1e-15);
+}

@@ -222,7 +222,31 @@ struct vmap_transform {
     std::apply([&](auto... o) { (outs.push_back(o), ...); }, out.dims);
     auto call = [&](const std::array<dyn::value, N>& w) { return std::apply(f, w); };
     return dyn::run_vmap(call, dims, outs, std::array<dyn::value, N>{runtime::detail::to_value(a)...}, opts.randomness,
-                         opts.chunk_size);
+                         opts.chunk_size > 0 ? opts.chunk_size : runtime_packet(a...));
+  }
+
+  /// The runtime path's packets of examples (fused_vmap.hpp's strategy::packets; there are no
+  /// other forms here): the same sizes and the same choice as strategy::automatic on the static
+  /// path, for a top-level vmap over tensors without random ops (randomness=error, as there).
+  /// 0: the whole batch at once.
+  template <class... A>
+  std::int64_t runtime_packet(const A&... a) const {
+    namespace fz = detail::fused;
+    constexpr bool plain = ((is_tensor_v<A> || std::is_arithmetic_v<A>) && ...);
+    constexpr bool may = std::is_same_v<Strategy, strategy::automatic_t> || std::is_same_v<Strategy, strategy::packets_t>;
+    if constexpr (!plain || !may) {
+      return 0;
+    } else {
+      if (opts.randomness != randomness_kind::error) return 0;
+      std::int64_t bs = -1;
+      bool ok = true;
+      [&]<std::size_t... I>(std::index_sequence<I...>) { (fz::merge_fast<InDims, I>(in, a, bs, ok), ...); }(std::index_sequence_for<A...>{});
+      if (!ok || bs <= 0) return 0;  // run_vmap reports the problem
+      const std::int64_t per = fz::example_numbers(in, a...);
+      const std::int64_t packet = std::max<std::int64_t>(8, fz::packet_numbers / per);
+      if (std::is_same_v<Strategy, strategy::packets_t> || (bs >= 4 * packet && bs * per >= fz::packets_min_numbers)) return packet;
+      return 0;
+    }
   }
 
   /// With chunk_size, runs the batch a chunk at a time and concatenates the outputs.
