@@ -25,22 +25,46 @@
 
 namespace tower::kernels {
 
-/// The values f(0), ..., f(n - 1). Computed a block at a time into a local buffer, then appended:
-/// the block's loop has a fixed trip count and stores only to the buffer, so -O2 vectorises it
-/// when f is arithmetic, and the result is never zero-filled first.
-template <class T, class F>
-std::vector<T> generate(std::int64_t n, F&& f) {
+/// Appends f(0), ..., f(n - 1) to `outs`: one vector per component when f returns a std::tuple,
+/// else one. Computed a block at a time into local buffers, then appended: the block's loop has a
+/// fixed trip count and stores only to the buffers, so -O2 vectorises it when f is arithmetic,
+/// and nothing is zero-filled first. (vmap's per-example loop on numbers uses it too.)
+template <class F, class... T>
+void append_generated(std::int64_t n, F&& f, std::vector<T>&... outs) {
   constexpr std::int64_t block = 64;
-  std::vector<T> out;
-  out.reserve(static_cast<std::size_t>(n));
-  std::array<T, block> buf;
+  auto put = [&]<std::size_t... K>(std::index_sequence<K...>, const auto& r, auto&& store) {
+    if constexpr (sizeof...(T) == 1 && !requires { std::tuple_size<std::remove_cvref_t<decltype(r)>>::value; })
+      (store(std::integral_constant<std::size_t, K>{}, r), ...);
+    else
+      (store(std::integral_constant<std::size_t, K>{}, std::get<K>(r)), ...);
+  };
+  constexpr auto ks = std::index_sequence_for<T...>{};
+  (outs.reserve(outs.size() + static_cast<std::size_t>(n)), ...);
+  std::tuple<std::array<T, block>...> buf;
   std::int64_t i = 0;
   for (; i + block <= n; i += block) {
 TOWER_NO_ALIAS_LOOP
-    for (std::int64_t j = 0; j < block; ++j) buf[static_cast<std::size_t>(j)] = static_cast<T>(f(i + j));
-    out.insert(out.end(), buf.begin(), buf.end());
+    for (std::int64_t j = 0; j < block; ++j)
+      put(ks, f(i + j), [&](auto k, const auto& v) {
+        std::get<decltype(k)::value>(buf)[static_cast<std::size_t>(j)] = static_cast<std::tuple_element_t<decltype(k)::value, std::tuple<T...>>>(v);
+      });
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (outs.insert(outs.end(), std::get<K>(buf).begin(), std::get<K>(buf).end()), ...);
+    }(ks);
   }
-  for (; i < n; ++i) out.push_back(static_cast<T>(f(i)));
+  for (; i < n; ++i) {
+    auto outs_t = std::forward_as_tuple(outs...);
+    put(ks, f(i), [&](auto k, const auto& v) {
+      std::get<decltype(k)::value>(outs_t).push_back(static_cast<std::tuple_element_t<decltype(k)::value, std::tuple<T...>>>(v));
+    });
+  }
+}
+
+/// The values f(0), ..., f(n - 1) (append_generated).
+template <class T, class F>
+std::vector<T> generate(std::int64_t n, F&& f) {
+  std::vector<T> out;
+  append_generated(n, std::forward<F>(f), out);
   return out;
 }
 

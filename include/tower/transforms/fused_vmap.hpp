@@ -423,45 +423,22 @@ template <class R> struct flat_numbers : std::bool_constant<kernels::is_plain_sc
 template <class... R> struct flat_numbers<std::tuple<R...>> : std::bool_constant<(kernels::is_plain_scalar_v<R> && ...)> {};
 
 /// Per-example results that are numbers, or flat tuples of numbers, appended to their stackers
-/// a block of examples at a time. The block's loop writes only to a local buffer, so -O2's cost
-/// model vectorises it (it needs no runtime alias check, and its trip count is a multiple of the
-/// vector width); the buffer is then appended, so the outputs are never zero-filled first.
+/// a block of examples at a time (kernels::append_generated: vectorised, never zero-filled).
 template <class R>
 struct number_sink {
-  static constexpr std::size_t count = [] {
-    if constexpr (kernels::is_plain_scalar_v<R>) return std::size_t{1};
-    else return std::tuple_size_v<R>;
-  }();
-  template <std::size_t K>
-  static auto part(const R& r) {
-    if constexpr (kernels::is_plain_scalar_v<R>) return r;
-    else return std::get<K>(r);
-  }
   template <std::size_t K, class S>
   static auto& data(S& stacked) {
     if constexpr (kernels::is_plain_scalar_v<R>) return stacked.s.data;
     else return std::get<K>(stacked.s).data;
   }
-
   template <class S, class Example>
   static void fill(S& stacked, std::int64_t n, Example&& example) {
-    constexpr std::int64_t block = 64;
+    constexpr std::size_t count = [] {
+      if constexpr (kernels::is_plain_scalar_v<R>) return std::size_t{1};
+      else return std::tuple_size_v<R>;
+    }();
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (data<K>(stacked).reserve(static_cast<std::size_t>(n)), ...);
-      std::tuple<std::array<decltype(part<K>(std::declval<const R&>())), block>...> buf;
-      std::int64_t b = 0;
-      for (; b + block <= n; b += block) {
-TOWER_NO_ALIAS_LOOP
-        for (std::int64_t j = 0; j < block; ++j) {
-          const R r = example(b + j);
-          ((std::get<K>(buf)[static_cast<std::size_t>(j)] = part<K>(r)), ...);
-        }
-        (data<K>(stacked).insert(data<K>(stacked).end(), std::get<K>(buf).begin(), std::get<K>(buf).end()), ...);
-      }
-      for (; b < n; ++b) {
-        const R r = example(b);
-        (data<K>(stacked).push_back(part<K>(r)), ...);
-      }
+      kernels::append_generated(n, example, data<K>(stacked)...);
     }(std::make_index_sequence<count>{});
   }
 };
