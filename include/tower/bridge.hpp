@@ -100,7 +100,7 @@ V from_dyn(const dyn::value& v) {
         // Tracked by the runtime graph at a static grad's level: a node on that grad's tape
         // carries the dependence back (nested static grads around runtime code).
         auto* tape = static_cast<grad_tape*>(e->state);
-        out.node = tape->make<bridge_back_node<P>>(v, r.serial);
+        out.node = tape->make<bridge_back_node<typename V::adjoint_type>>(v, r.serial);
       }
       return out;
     }
@@ -125,7 +125,7 @@ value static_to_value(const W& w) {
     if (w.node && find_live_interpreter(w.serial)) {
       leaf = std::make_shared<dyn::grad_node>();
       auto* node = w.node;
-      using V = typename W::primal_type;
+      using V = typename W::adjoint_type;
       tower::detail::bridges()[w.serial].push_back({leaf, [node](const dyn::value& a) { node->accumulate(tower::detail::from_dyn<V>(a)); }});
     }
     return dyn::wrap(transform_type::grad, W::level, w.serial, to_value(w.primal), std::move(leaf));

@@ -166,28 +166,32 @@ struct grad_interpreter {
     else return x;
   }
 
-  /// functorch's lift: x as seen at this level, a primal and its node (null for constants).
+  /// functorch's lift: x's node at this level (typed by x's adjoint), null for a constant;
+  /// std::nullptr_t when x is not wrapped at L, so its gradient is skipped at compile time.
   template <class X>
-  auto lift(const X& x) const {
-    using P = std::remove_cvref_t<decltype(primal(x))>;
-    detail::var_node<P>* node = nullptr;
-    if constexpr (level_of<X>() == L)
-      if (tape_ && x.serial == serial_) node = x.node;
-    return std::pair<const P&, detail::var_node<P>*>{primal(x), node};
+  auto node_of(const X& x) const {
+    if constexpr (level_of<X>() == L) return tape_ && x.serial == serial_ ? x.node : nullptr;
+    else return nullptr;
   }
+
+  /// The adjoint type of an op's result: its primal, lifted to every level the tracked inputs'
+  /// adjoints carry (an unbatched weight is not copied per example; only its gradient is).
+  template <class Out, class... A>
+  using adjoint_t = lift_levels_t<Out, std::conditional_t<level_of<A>() == L, adjoint_type_of<A>, double>...>;
 
   template <class Op, class... A>
   auto process(const Op& op, const A&... a) const {
     auto out = lower(op, primal(a)...);
     using Out = decltype(out);
-    grad_value<Out, L> r{std::move(out), nullptr, serial_};
+    using Adj = adjoint_t<Out, A...>;
+    grad_value_t<Out, L, Adj> r{std::move(out), nullptr, serial_};
     if constexpr (is_differentiable_v<Op>) {
       if (tape_ && grad_enabled_at(L)) {
-        auto parents = std::make_tuple(lift(a).second...);
+        auto parents = std::make_tuple(node_of(a)...);
         const bool tracked = std::apply([](auto... p) { return ((p != nullptr) || ...); }, parents);
         if constexpr (decltype(diagnostics::check_vjp_rule<Op, Out, std::remove_cvref_t<decltype(primal(a))>...>())::value) {
           if (tracked) {
-            using Node = detail::op_node<Op, Out, std::tuple<std::remove_cvref_t<decltype(primal(a))>...>, decltype(parents)>;
+            using Node = detail::op_node<Op, Out, Adj, std::tuple<std::remove_cvref_t<decltype(primal(a))>...>, decltype(parents)>;
             r.node = tape_->template make<Node>(op, r.primal, std::make_tuple(primal(a)...), parents);
           }
         }

@@ -5,8 +5,8 @@
 // output, and knows its parents' nodes by type. Nodes live in a bump arena owned by the tape
 // (an inline buffer, then blocks from a per-thread pool: no heap allocation per op, none per
 // call once warm) and form an intrusive list; backward() visits them in reverse creation order,
-// each calling its op's VJP rule. Adjoints are values one level down, so the
-// VJP rules themselves dispatch to lower levels: grad(grad(f)) and vmap(grad(f)) just work.
+// each calling its op's VJP rule. Adjoints are values one level down (possibly carrying more
+// lower levels than their primals), so the VJP rules themselves dispatch to lower levels: grad(grad(f)) and vmap(grad(f)) just work.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -42,15 +42,18 @@ struct var_node : node_base {
   void backward() override {}
 };
 
-template <class Op, class Out, class Ins, class Parents>
+/// An op's output on the tape. Adj, its adjoint's type, may carry levels Out does not (an op
+/// on unbatched inputs whose per-example gradients are batched): the VJP rule dispatches on the
+/// mixed levels like any other op.
+template <class Op, class Out, class Adj, class Ins, class Parents>
 struct op_node;
 
-template <class Op, class Out, class... In, class... P>
-struct op_node<Op, Out, std::tuple<In...>, std::tuple<P...>> final : var_node<Out> {
+template <class Op, class Out, class Adj, class... In, class... P>
+struct op_node<Op, Out, Adj, std::tuple<In...>, std::tuple<P...>> final : var_node<Adj> {
   Op op;
   Out out;
   std::tuple<In...> ins;
-  std::tuple<P...> parents;  // var_node<In>* or nullptr for each input
+  std::tuple<P...> parents;  // the input's var_node (typed by its adjoint), or std::nullptr_t
 
   op_node(const Op& o, const Out& r, std::tuple<In...> i, std::tuple<P...> p)
       : op(o), out(r), ins(std::move(i)), parents(p) {}

@@ -5,6 +5,9 @@
 //                     down, with the batch in dimension 0 (functorch's BatchedTensor).
 //   grad_value<V, L>  a value tracked by the grad at level L; V is its primal one level down
 //                     (functorch's TensorWrapper at a grad level).
+//   grad_value<V, L, A>  the same with an adjoint of type A, which carries levels V does not
+//                     (an unbatched weight's per-example gradient is batched). Spell it
+//                     grad_value_t<V, L, A>, which drops A when it is V.
 //   dual<P, T, L>     a value with a forward-mode tangent at the jvp level L; P is its primal,
 //                     T its tangent (which may carry levels the primal does not, as in jacfwd).
 //
@@ -13,6 +16,7 @@
 // Each wrapper carries the serial of the transform call that made it, so a wrapper that escaped
 // its transform is recognised as dead and never touches freed state.
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
 
 #include "tower/kernels.hpp"
@@ -42,17 +46,23 @@ struct batched {
   std::uint64_t serial;     // the vmap call that made it
 };
 
-template <class V, int L>
+template <class V, int L, class... A>
 struct grad_value {
   static_assert(L > 0, "grad_value: levels start at 1");
+  static_assert(sizeof...(A) <= 1, "grad_value: one adjoint type at most");
   static constexpr int level = L;
   static constexpr transform_type key = transform_type::grad;
   using primal_type = V;
+  using adjoint_type = std::tuple_element_t<0, std::tuple<A..., V>>;
 
   V primal;
-  detail::var_node<V>* node = nullptr;  // null: a constant at this level
+  detail::var_node<adjoint_type>* node = nullptr;  // null: a constant at this level
   std::uint64_t serial = 0;             // the grad call that made it
 };
+
+/// grad_value<V, L>, or grad_value<V, L, A> when the adjoint type A is not V.
+template <class V, int L, class A>
+using grad_value_t = std::conditional_t<std::is_same_v<V, A>, grad_value<V, L>, grad_value<V, L, A>>;
 
 template <class P, class T, int L>
 struct dual {
@@ -70,7 +80,7 @@ struct dual {
 template <class X> struct is_static_wrapper : std::false_type {};
 template <class P, class T, int L> struct is_static_wrapper<dual<P, T, L>> : std::true_type {};
 template <class P, int L> struct is_static_wrapper<batched<P, L>> : std::true_type {};
-template <class V, int L> struct is_static_wrapper<grad_value<V, L>> : std::true_type {};
+template <class V, int L, class... A> struct is_static_wrapper<grad_value<V, L, A...>> : std::true_type {};
 template <class X> inline constexpr bool is_static_wrapper_v = is_static_wrapper<std::remove_cvref_t<X>>::value;
 
 /// Level of the outermost wrapper of X (0 for plain values).
@@ -85,14 +95,19 @@ constexpr int level_of() {
 template <class X, int L> inline constexpr bool is_batched_at_v = false;
 template <class P, int L> inline constexpr bool is_batched_at_v<batched<P, L>, L> = true;
 template <class X, int L> inline constexpr bool is_grad_at_v = false;
-template <class V, int L> inline constexpr bool is_grad_at_v<grad_value<V, L>, L> = true;
+template <class V, int L, class... A> inline constexpr bool is_grad_at_v<grad_value<V, L, A...>, L> = true;
 template <class X, int L> inline constexpr bool is_dual_at_v = false;
 template <class P, class T, int L> inline constexpr bool is_dual_at_v<dual<P, T, L>, L> = true;
+
+/// The type of X's adjoint at its own grad level: X itself unless X is a grad value.
+template <class X> struct adjoint_of { using type = X; };
+template <class V, int L, class... A> struct adjoint_of<grad_value<V, L, A...>> { using type = typename grad_value<V, L, A...>::adjoint_type; };
+template <class X> using adjoint_type_of = typename adjoint_of<std::remove_cvref_t<X>>::type;
 
 /// The innermost plain type of a static value (double, float or tensor<T>).
 template <class X> struct base_type { using type = std::remove_cvref_t<X>; };
 template <class P, int L> struct base_type<batched<P, L>> : base_type<P> {};
-template <class V, int L> struct base_type<grad_value<V, L>> : base_type<V> {};
+template <class V, int L, class... A> struct base_type<grad_value<V, L, A...>> : base_type<V> {};
 template <class P, class T, int L> struct base_type<dual<P, T, L>> : base_type<P> {};
 template <class X> using base_type_t = typename base_type<std::remove_cvref_t<X>>::type;
 
@@ -106,23 +121,28 @@ namespace detail {
 /// The value type one level down: a batched value's physical, a grad value's primal.
 template <class X> struct inner_type { using type = X; };
 template <class P, int L> struct inner_type<batched<P, L>> { using type = P; };
-template <class V, int L> struct inner_type<grad_value<V, L>> { using type = V; };
+template <class V, int L, class... A> struct inner_type<grad_value<V, L, A...>> { using type = V; };
 template <class P, class T, int L> struct inner_type<dual<P, T, L>> { using type = P; };
 
 /// X with a tensor base (the physical value of a batched value is always a tensor).
 template <class X> struct tensorize { using type = tensor<kernels::element_t<X>>; };
 template <class T> struct tensorize<tensor<T>> { using type = tensor<T>; };
 template <class P, int L> struct tensorize<batched<P, L>> { using type = batched<P, L>; };
-template <class V, int L> struct tensorize<grad_value<V, L>> { using type = grad_value<typename tensorize<V>::type, L>; };
+template <class V, int L, class... A> struct tensorize<grad_value<V, L, A...>> {
+  using type = grad_value_t<typename tensorize<V>::type, L, typename tensorize<typename grad_value<V, L, A...>::adjoint_type>::type>;
+};
 template <class P, class T, int L> struct tensorize<dual<P, T, L>> {
   using type = dual<typename tensorize<P>::type, typename tensorize<T>::type, L>;
 };
 
 template <class Outer, class J> struct rewrap;
 template <class P, int L, class J> struct rewrap<batched<P, L>, J> { using type = batched<typename tensorize<J>::type, L>; };
-template <class V, int L, class J> struct rewrap<grad_value<V, L>, J> { using type = grad_value<J, L>; };
+template <class V, int L, class... A, class J> struct rewrap<grad_value<V, L, A...>, J> { using type = grad_value<J, L>; };
 // A value lifted into a jvp level is a constant there: its tangent has the primal's type.
 template <class P, class T, int L, class J> struct rewrap<dual<P, T, L>, J> { using type = dual<J, J, L>; };
+
+template <class X, class J>
+constexpr auto rewrap_own();
 
 /// X with every wrapper layer of Y added (Y's base kind is ignored).
 template <class X, class Y>
@@ -141,7 +161,7 @@ constexpr auto lift_levels() {
       using JT = typename decltype(lift_levels<TP, Y>())::type;
       return std::type_identity<dual<J, JT, lx>>{};
     } else {
-      return std::type_identity<typename rewrap<X, J>::type>{};
+      return rewrap_own<X, J>();
     }
   } else {
     using J = typename decltype(lift_levels<typename inner_type<X>::type, typename inner_type<Y>::type>())::type;
@@ -150,8 +170,19 @@ constexpr auto lift_levels() {
       using JT = typename decltype(lift_levels<TP, typename decltype(lift_levels<typename Y::tangent_type, typename Y::primal_type>())::type>())::type;
       return std::type_identity<dual<J, JT, lx>>{};
     } else {
-      return std::type_identity<typename rewrap<X, J>::type>{};
+      return rewrap_own<X, J>();
     }
+  }
+}
+
+/// X's own wrapper around J: a grad value's adjoint keeps the levels it carried and gains J's.
+template <class X, class J>
+constexpr auto rewrap_own() {
+  if constexpr (X::key == transform_type::grad) {
+    using A = typename decltype(lift_levels<typename X::adjoint_type, J>())::type;
+    return std::type_identity<grad_value_t<J, X::level, A>>{};
+  } else {
+    return std::type_identity<typename rewrap<X, J>::type>{};
   }
 }
 }  // namespace detail

@@ -243,8 +243,10 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       return tree_map([&](const auto& leaf) {
         using Leaf = std::remove_cvref_t<decltype(leaf)>;
         static_assert(!std::is_integral_v<Leaf>, "grad: cannot differentiate with respect to an integer or bool leaf");
+        // The leaf's adjoint carries every level in play (its gradient may differ per example
+        // even where the leaf does not); the leaf itself is not copied to those levels.
         using J = lift_levels_over_t<Leaf, A...>;
-        return grad_value<J, L>{detail::convert_adjoint<J>(leaf), tape.make<detail::var_node<J>>(), serial};
+        return grad_value_t<Leaf, L, J>{leaf, tape.make<detail::var_node<J>>(), serial};
       }, x);
     } else {
       return x;
@@ -296,7 +298,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
 
     auto gradient = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
       return tree_zip([](const auto& wrapped, const auto& original) {
-        using X = typename std::remove_cvref_t<decltype(wrapped)>::primal_type;
+        using X = typename std::remove_cvref_t<decltype(wrapped)>::adjoint_type;
         auto* leaf = wrapped.node;
         X g = leaf->adjoint ? std::move(*leaf->adjoint) : detail::convert_adjoint<X>(zeros_like(original));
         return g;
