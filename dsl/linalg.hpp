@@ -1,7 +1,8 @@
 #pragma once
 // Linear algebra: matmul (batch-broadcasting, torch semantics for 1-D operands), mm, mv, bmm,
-// dot, outer, trace, solve, cholesky. The primitives (matmul, solve, cholesky) work on stacks
-// of matrices [..., n, m] with Eigen base kernels; vmap's batch dim is one more stack dim.
+// vecdot, dot, outer, trace, solve, cholesky. The primitives (matmul, vecdot, solve, cholesky) work
+// on stacks of matrices [..., n, m] (of vectors for vecdot) with Eigen base kernels; vmap's batch
+// dim is one more stack dim.
 #include <cstdint>
 #include <tuple>
 #include <vector>
@@ -61,6 +62,54 @@ struct matmul_op {
     return call_op(*this, ta, b) + call_op(*this, a, tb);
   }
 };
+
+/// Inner products over the last dim, leading dims broadcast: [..., k] . [..., k] -> [...]
+/// (torch.linalg.vecdot for real tensors). A primitive rather than sum(a * b): under vmap a dot
+/// against an unbatched vector is one GEMV, and its VJP scales the other operand without
+/// materialising the broadcast cotangent.
+struct vecdot_op {
+  static constexpr const char* name = "vecdot";
+  template <class A, class B> auto base(const A& a, const B& b) const {
+    if constexpr (kernels::is_plain_scalar_v<A> || kernels::is_plain_scalar_v<B>) {
+      throw error("vecdot: scalar operand");
+      return kernels::as_tensor<kernels::common_element_t<A, B>>(a);
+    } else {
+      return kernels::vecdot(a, b);
+    }
+  }
+  template <class BS, class A, class B> auto batch(BS, const A& a, const B& b) const { return detail::batch_matrices(*this, a, b); }
+  template <class G, class O, class A, class B> auto vjp(const G& g, const O&, const A& a, const B& b) const {
+    const std::uint32_t need = detail::take_needed_inputs();
+    return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(unsqueeze(g, -1) * b, a); }),
+                           detail::gradient_if(need & 2u, [&] { return sum_to_like(unsqueeze(g, -1) * a, b); }));
+  }
+  template <class O, class A, class B, class TA, class TB>
+  auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const {
+    const std::uint32_t has = detail::take_tangent_inputs();
+    using R = decltype(call_op(*this, ta, b) + call_op(*this, a, tb));
+    if constexpr (std::is_same_v<decltype(call_op(*this, a, tb)), R>)
+      if (!(has & 1u)) return call_op(*this, a, tb);
+    if constexpr (std::is_same_v<decltype(call_op(*this, ta, b)), R>)
+      if (!(has & 2u)) return call_op(*this, ta, b);
+    return call_op(*this, ta, b) + call_op(*this, a, tb);
+  }
+};
+
+/// vecdot(a, b): sum(a * b, -1) for [..., k] and [..., k], leading dims broadcast.
+template <operand A, operand B> auto vecdot(const A& a, const B& b) {
+  if (rank(a) < 1 || rank(b) < 1 || shape(a).back() != shape(b).back())
+    throw error("vecdot: expected [..., k] and [..., k], got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+  return call_op(vecdot_op{}, a, b);
+}
+
+/// Inner product of two 1-D tensors.
+template <operand X, operand Y>
+auto dot(const X& x, const Y& y) {
+  if (rank(x) != 1 || rank(y) != 1 || shape(x) != shape(y))
+    throw error("dot: expected two 1-D tensors of the same length, got shapes " + detail::shape_str(shape(x)) +
+                " and " + detail::shape_str(shape(y)));
+  return call_op(vecdot_op{}, x, y);
+}
 
 /// torch.matmul: 1-D x 1-D is a dot product, 1-D operands get a dim added (then removed), and
 /// higher ranks are stacks of matrices with broadcast stack dims.

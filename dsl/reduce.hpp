@@ -263,13 +263,4 @@ template <operand X> auto norm(const X& x, double p, std::int64_t dim, bool keep
 
 #undef TOWER_COMPOSITE_REDUCTION
 
-/// Inner product of two 1-D tensors.
-template <operand X, operand Y>
-auto dot(const X& x, const Y& y) {
-  if (rank(x) != 1 || rank(y) != 1 || shape(x) != shape(y))
-    throw error("dot: expected two 1-D tensors of the same length, got shapes " + detail::shape_str(shape(x)) +
-                " and " + detail::shape_str(shape(y)));
-  return sum(x * y);
-}
-
 }  // namespace tower

@@ -1,4 +1,5 @@
-// Table-driven rule checks of linear algebra (matmul family, solve, cholesky, trace, outer);
+// Table-driven rule checks of linear algebra (matmul family, vecdot, dot, solve, cholesky, trace,
+// outer);
 // see tests/op_checker.hpp.
 #include <catch2/catch.hpp>
 
@@ -26,7 +27,7 @@ tw::tensor<double> spd(shape_t s, unsigned seed) {
 
 }  // namespace
 
-TEST_CASE("linear algebra: matmul family, solve, cholesky, trace, outer: every rule, both paths") {
+TEST_CASE("linear algebra: matmul family, vecdot, dot, solve, cholesky, trace, outer: every rule, both paths") {
   counter() = {};
   auto solve_samples = [](shape_t a, shape_t b) {
     return [=](unsigned seed) { return std::array<tw::tensor<double>, 2>{well_conditioned(a, seed), sample(b, -1, 1, seed + 3)}; };
@@ -41,6 +42,10 @@ TEST_CASE("linear algebra: matmul family, solve, cholesky, trace, outer: every r
       row<2>("mm / mv", [](auto a, auto v) { return tw::mv(tw::mm(a, tw::transpose(a, 0, 1)), v); },
              {uniform<2>({shape_t{3, 2}, shape_t{3}})}),
       row<2>("bmm", [](auto a, auto b) { return tw::bmm(a, b); }, {uniform<2>({shape_t{2, 2, 3}, shape_t{2, 3, 2}})}),
+      prim<2>("vecdot", tw::vecdot_op{},
+              {uniform<2>({shape_t{3}, shape_t{3}}), uniform<2>({shape_t{2, 3}, shape_t{3}}), uniform<2>({shape_t{3}, shape_t{2, 3}}),
+               uniform<2>({shape_t{2, 1, 3}, shape_t{4, 3}}), uniform<2>({shape_t{2, 3}, shape_t{2, 3}})}),
+      row<2>("dot", [](auto x, auto y) { return tw::dot(x, y); }, {uniform<2>({shape_t{4}, shape_t{4}}), uniform<2>({shape_t{1}, shape_t{1}})}),
       row<2>("outer", [](auto a, auto b) { return tw::outer(a, b); }, {uniform<2>({shape_t{3}, shape_t{2}})}),
       row<1>("trace", [](auto a) { return tw::trace(a); }, {uniform<1>({shape_t{3, 3}}), uniform<1>({shape_t{2, 3}})}),
       prim<2>("solve", tw::solve_op{}, {solve_samples({3, 3}, {3, 2}), solve_samples({2, 2, 2}, {2, 1})}),
@@ -59,6 +64,8 @@ TEST_CASE("linear algebra raises tower::error naming the op and the shapes") {
   const tw::tensor<double> a = sample({2, 3}), b = sample({2, 3});
   REQUIRE_THROWS_WITH(tw::matmul(a, b), Catch::Contains("matmul") && Catch::Contains("[2, 3]"));
   REQUIRE_THROWS_WITH(tw::mm(a, sample({3})), Catch::Contains("mm") && Catch::Contains("[3]"));
+  REQUIRE_THROWS_WITH(tw::vecdot(a, sample({2})), Catch::Contains("vecdot") && Catch::Contains("[2, 3] and [2]"));
+  REQUIRE_THROWS_WITH(tw::vecdot(sample({2, 3}), sample({3, 3})), Catch::Contains("vecdot") && Catch::Contains("broadcast"));
   REQUIRE_THROWS_WITH(tw::solve(tw::tensor<double>{{1.0, 2.0}, {2.0, 4.0}}, tw::tensor<double>{1.0, 1.0}),
                       Catch::Contains("solve") && Catch::Contains("singular"));
   REQUIRE_THROWS_WITH(tw::solve(a, b), Catch::Contains("solve") && Catch::Contains("[2, 3]"));

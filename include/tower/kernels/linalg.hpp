@@ -71,6 +71,34 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
   return tensor<T>(s, std::move(out));
 }
 
+/// Inner products over the last dim, leading dims broadcast: [..., k] . [..., k] -> [...].
+/// A stack against one vector is one GEMV (vmap of a dot against an unbatched vector).
+template <class T>
+tensor<T> vecdot(const tensor<T>& a, const tensor<T>& b) {
+  if (a.dim() < 1 || b.dim() < 1 || a.shape().back() != b.shape().back())
+    throw error("vecdot: expected [..., k] and [..., k], got shapes " + detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()));
+  const std::int64_t k = a.shape().back();
+  const shape_t la(a.shape().begin(), a.shape().end() - 1), lb(b.shape().begin(), b.shape().end() - 1);
+  const shape_t s = broadcast_shapes("vecdot", la, lb);
+  const std::int64_t count = numel_of(s);
+  std::vector<T> out(static_cast<std::size_t>(count));
+  if (count > 1 && (la.empty() || lb.empty()) && k > 0) {
+    const tensor<T>& stack = la.empty() ? b : a;
+    const tensor<T>& vec = la.empty() ? a : b;
+    Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(out.data(), count).noalias() =
+        const_matrix_map<T>(stack.data(), count, k) * Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(vec.data(), k);
+  } else {
+    const T* pa = a.data();
+    const T* pb = b.data();
+    for_each_broadcast(s, broadcast_strides(la, s), broadcast_strides(lb, s), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+      T acc = 0;
+      for (std::int64_t j = 0; j < k; ++j) acc += pa[ia * k + j] * pb[ib * k + j];
+      out[static_cast<std::size_t>(i)] = acc;
+    });
+  }
+  return tensor<T>(s, std::move(out));
+}
+
 /// Solves A X = B for square A [..., n, n] and B [..., n, k] (LU with partial pivoting);
 /// tower::error when a matrix is singular (reciprocal condition below machine epsilon).
 template <class T>

@@ -61,7 +61,7 @@ auto permute(const X& x, std::vector<std::int64_t> perm) {
     }
     std::vector<T> data(static_cast<std::size_t>(x.numel()));
     const T* p = x.data();
-    for_each_broadcast(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
+    for_each_broadcast<true>(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
     return tensor<T>(out, std::move(data));
   }
 }

@@ -242,10 +242,8 @@ struct vmap_transform {
       bool ok = true;
       [&]<std::size_t... I>(std::index_sequence<I...>) { (fz::merge_fast<InDims, I>(in, a, bs, ok), ...); }(std::index_sequence_for<A...>{});
       if (!ok || bs <= 0) return 0;  // run_vmap reports the problem
-      const std::int64_t per = fz::example_numbers(in, a...);
-      const std::int64_t packet = std::max<std::int64_t>(8, fz::packet_numbers / per);
-      if (std::is_same_v<Strategy, strategy::packets_t> || (bs >= 4 * packet && bs * per >= fz::packets_min_numbers)) return packet;
-      return 0;
+      if (std::is_same_v<Strategy, strategy::packets_t>) return fz::packet_size(in, a...);
+      return fz::automatic_packet(bs, fz::example_numbers(in, a...));
     }
   }
 
