@@ -25,6 +25,30 @@ auto batch_matrices(const Op& op, const A& a, const B& b) {
   return call_op(op, pad_batched(a, r), pad_batched(b, r));
 }
 
+/// A base kernel defined on tensors only: a scalar operand raises tower::error.
+template <class A, class B, class K>
+auto tensor_kernel(const char* op, const A& a, const B& b, K kernel) {
+  if constexpr (kernels::is_plain_scalar_v<A> || kernels::is_plain_scalar_v<B>) {
+    throw error(std::string(op) + ": scalar operand");
+    return kernels::as_tensor<kernels::common_element_t<A, B>>(a);
+  } else {
+    return kernel(a, b);
+  }
+}
+
+/// JVP of a bilinear op: op(ta, b) + op(a, tb). A constant operand (a weight under jacfwd) has
+/// a zero tangent: its product is skipped when the other term alone has the result's type.
+template <class Op, class A, class B, class TA, class TB>
+auto bilinear_jvp(const Op& op, const A& a, const B& b, const TA& ta, const TB& tb) {
+  const std::uint32_t has = take_tangent_inputs();
+  using R = decltype(call_op(op, ta, b) + call_op(op, a, tb));
+  if constexpr (std::is_same_v<decltype(call_op(op, a, tb)), R>)
+    if (!(has & 1u)) return call_op(op, a, tb);
+  if constexpr (std::is_same_v<decltype(call_op(op, ta, b)), R>)
+    if (!(has & 2u)) return call_op(op, ta, b);
+  return call_op(op, ta, b) + call_op(op, a, tb);
+}
+
 template <class X>
 void require_rank_at_least(const char* op, const X& x, std::int64_t r) {
   if (rank(x) < r)
@@ -36,12 +60,7 @@ void require_rank_at_least(const char* op, const X& x, std::int64_t r) {
 struct matmul_op {
   static constexpr const char* name = "matmul";
   template <class A, class B> auto base(const A& a, const B& b) const {
-    if constexpr (kernels::is_plain_scalar_v<A> || kernels::is_plain_scalar_v<B>) {
-      throw error("matmul: scalar operand");
-      return kernels::as_tensor<kernels::common_element_t<A, B>>(a);
-    } else {
-      return kernels::matmul(a, b);
-    }
+    return detail::tensor_kernel(name, a, b, [](const auto& x, const auto& y) { return kernels::matmul(x, y); });
   }
   template <class BS, class A, class B> auto batch(BS, const A& a, const B& b) const { return detail::batch_matrices(*this, a, b); }
   template <class G, class O, class A, class B> auto vjp(const G& g, const O&, const A& a, const B& b) const {
@@ -50,17 +69,7 @@ struct matmul_op {
                            detail::gradient_if(need & 2u, [&] { return sum_to_like(call_op(*this, detail::mT(a), g), b); }));
   }
   template <class O, class A, class B, class TA, class TB>
-  auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const {
-    // A constant operand (a weight under jacfwd) has a zero tangent: skip its product when the
-    // other term alone already has the result's type.
-    const std::uint32_t has = detail::take_tangent_inputs();
-    using R = decltype(call_op(*this, ta, b) + call_op(*this, a, tb));
-    if constexpr (std::is_same_v<decltype(call_op(*this, a, tb)), R>)
-      if (!(has & 1u)) return call_op(*this, a, tb);
-    if constexpr (std::is_same_v<decltype(call_op(*this, ta, b)), R>)
-      if (!(has & 2u)) return call_op(*this, ta, b);
-    return call_op(*this, ta, b) + call_op(*this, a, tb);
-  }
+  auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const { return detail::bilinear_jvp(*this, a, b, ta, tb); }
 };
 
 /// Inner products over the last dim, leading dims broadcast: [..., k] . [..., k] -> [...]
@@ -70,12 +79,7 @@ struct matmul_op {
 struct vecdot_op {
   static constexpr const char* name = "vecdot";
   template <class A, class B> auto base(const A& a, const B& b) const {
-    if constexpr (kernels::is_plain_scalar_v<A> || kernels::is_plain_scalar_v<B>) {
-      throw error("vecdot: scalar operand");
-      return kernels::as_tensor<kernels::common_element_t<A, B>>(a);
-    } else {
-      return kernels::vecdot(a, b);
-    }
+    return detail::tensor_kernel(name, a, b, [](const auto& x, const auto& y) { return kernels::vecdot(x, y); });
   }
   template <class BS, class A, class B> auto batch(BS, const A& a, const B& b) const { return detail::batch_matrices(*this, a, b); }
   template <class G, class O, class A, class B> auto vjp(const G& g, const O&, const A& a, const B& b) const {
@@ -84,15 +88,7 @@ struct vecdot_op {
                            detail::gradient_if(need & 2u, [&] { return sum_to_like(unsqueeze(g, -1) * a, b); }));
   }
   template <class O, class A, class B, class TA, class TB>
-  auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const {
-    const std::uint32_t has = detail::take_tangent_inputs();
-    using R = decltype(call_op(*this, ta, b) + call_op(*this, a, tb));
-    if constexpr (std::is_same_v<decltype(call_op(*this, a, tb)), R>)
-      if (!(has & 1u)) return call_op(*this, a, tb);
-    if constexpr (std::is_same_v<decltype(call_op(*this, ta, b)), R>)
-      if (!(has & 2u)) return call_op(*this, ta, b);
-    return call_op(*this, ta, b) + call_op(*this, a, tb);
-  }
+  auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const { return detail::bilinear_jvp(*this, a, b, ta, tb); }
 };
 
 /// vecdot(a, b): sum(a * b, -1) for [..., k] and [..., k], leading dims broadcast.
@@ -163,12 +159,7 @@ template <operand X> auto trace(const X& x) {
 struct solve_op {
   static constexpr const char* name = "solve";
   template <class A, class B> auto base(const A& a, const B& b) const {
-    if constexpr (kernels::is_plain_scalar_v<A> || kernels::is_plain_scalar_v<B>) {
-      throw error("solve: scalar operand");
-      return kernels::as_tensor<kernels::common_element_t<A, B>>(a);
-    } else {
-      return kernels::solve(a, b);
-    }
+    return detail::tensor_kernel(name, a, b, [](const auto& x, const auto& y) { return kernels::solve(x, y); });
   }
   template <class BS, class A, class B> auto batch(BS, const A& a, const B& b) const { return detail::batch_matrices(*this, a, b); }
   template <class G, class O, class A, class B> auto vjp(const G& g, const O& out, const A& a, const B& b) const {
