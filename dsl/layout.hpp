@@ -332,7 +332,7 @@ template <operand X> auto index_select(const X& x, std::int64_t dim, const std::
     v.push_back(static_cast<double>(i < 0 ? i + n : i));
   }
   using T = std::conditional_t<is_dyn_v<X>, double, scalar_type_t<X>>;
-  const tensor<T> idx = kernels::broadcast_to(tensor<T>(one, std::vector<T>(v.begin(), v.end())), full);
+  const tensor<T> idx = kernels::broadcast_to(tensor<T>(one, buffer<T>(v.begin(), v.end())), full);
   return gather(x, d, idx);
 }
 

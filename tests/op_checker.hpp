@@ -114,8 +114,8 @@ inline void count(const char* rule) { ++counter().per_rule[rule]; }
 
 namespace detail_check {
 
-inline tensor<float> to_float(const tensor<double>& t) { return tensor<float>(t.shape(), std::vector<float>(t.values().begin(), t.values().end())); }
-inline tensor<double> to_double(const tensor<float>& t) { return tensor<double>(t.shape(), std::vector<double>(t.values().begin(), t.values().end())); }
+inline tensor<float> to_float(const tensor<double>& t) { return tensor<float>(t.shape(), std::vector<float>(t.data(), t.data() + t.numel())); }
+inline tensor<double> to_double(const tensor<float>& t) { return tensor<double>(t.shape(), std::vector<double>(t.data(), t.data() + t.numel())); }
 inline tensor<double> to_double(float x) { return tensor<double>(static_cast<double>(x)); }
 
 inline double inner(const tensor<double>& a, const tensor<double>& b) {

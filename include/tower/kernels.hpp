@@ -29,8 +29,8 @@ namespace tower::kernels {
 /// else one. Computed a block at a time into local buffers, then appended: the block's loop has a
 /// fixed trip count and stores only to the buffers, so -O2 vectorises it when f is arithmetic,
 /// and nothing is zero-filled first. (vmap's per-example loop on numbers uses it too.)
-template <class F, class... T>
-void append_generated(std::int64_t n, F&& f, std::vector<T>&... outs) {
+template <class F, class... T, class... Alloc>
+void append_generated(std::int64_t n, F&& f, std::vector<T, Alloc>&... outs) {
   constexpr std::int64_t block = 64;
   auto put = [&]<std::size_t... K>(std::index_sequence<K...>, const auto& r, auto&& store) {
     if constexpr (sizeof...(T) == 1 && !requires { std::tuple_size<std::remove_cvref_t<decltype(r)>>::value; })
@@ -62,8 +62,8 @@ TOWER_NO_ALIAS_LOOP
 
 /// The values f(0), ..., f(n - 1) (append_generated).
 template <class T, class F>
-std::vector<T> generate(std::int64_t n, F&& f) {
-  std::vector<T> out;
+buffer<T> generate(std::int64_t n, F&& f) {
+  buffer<T> out;
   append_generated(n, std::forward<F>(f), out);
   return out;
 }
@@ -224,7 +224,7 @@ auto zip(const char* op, const A& a, const B& b, F&& f) {
     if (a.shape() == b.shape())
       return tensor<T>(a.shape(), generate<T>(a.numel(), [&](std::int64_t i) { return f(pa[i], pb[i]); }));
     const shape_t s = broadcast_shapes(op, a.shape(), b.shape());
-    std::vector<T> out(static_cast<std::size_t>(numel_of(s)));
+    buffer<T> out(static_cast<std::size_t>(numel_of(s)));
     for_each_broadcast<true>(s, broadcast_strides(a.shape(), s), broadcast_strides(b.shape(), s),
                              [o = out.data(), pa, pb, &f](std::int64_t i, std::int64_t ia, std::int64_t ib) {
                                o[i] = static_cast<T>(f(pa[ia], pb[ib]));
@@ -257,7 +257,7 @@ auto sum(const X& x, std::vector<std::int64_t> dims, bool keepdim) {
     dims = normalize_dims("sum", std::move(dims), x.dim());
     shape_t kept = in;  // reduced dims set to 1
     for (auto d : dims) kept[static_cast<std::size_t>(d)] = 1;
-    std::vector<T> out(static_cast<std::size_t>(numel_of(kept)), T(0));
+    buffer<T> out(static_cast<std::size_t>(numel_of(kept)), T(0));
     const T* p = x.data();
     std::size_t reduced_tail = 0;  // how many of the last dims are reduced, if only those are
     while (reduced_tail < in.size() &&
@@ -305,13 +305,13 @@ auto broadcast_to(const X& x, const shape_t& s) {
     const shape_t core(in.begin() + static_cast<std::ptrdiff_t>(lead), in.end());
     const std::int64_t m = t.numel(), n = numel_of(s);
     if (m > 0 && core.size() <= s.size() && std::equal(core.begin(), core.end(), s.end() - static_cast<std::ptrdiff_t>(core.size()))) {
-      std::vector<T> out;
+      buffer<T> out;
       out.reserve(static_cast<std::size_t>(n));
       for (std::int64_t r = 0; r < n / m; ++r) out.insert(out.end(), p, p + m);
       return tensor<T>(s, std::move(out));
     }
   }
-  std::vector<T> out(static_cast<std::size_t>(numel_of(s)));
+  buffer<T> out(static_cast<std::size_t>(numel_of(s)));
   const auto st = broadcast_strides(in, s);
   for_each_broadcast<true>(s, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { out[static_cast<std::size_t>(i)] = p[o]; });
   return tensor<T>(s, std::move(out));
@@ -356,7 +356,7 @@ tensor<T> movedim(const tensor<T>& x, std::int64_t src, std::int64_t dst) {
   for (std::int64_t k = r - 1; k > 0; --k)
     in_st[static_cast<std::size_t>(k - 1)] = in_st[static_cast<std::size_t>(k)] * x.shape()[static_cast<std::size_t>(k)];
   for (std::int64_t k = 0; k < r; ++k) st[static_cast<std::size_t>(k)] = in_st[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
-  std::vector<T> data(static_cast<std::size_t>(x.numel()));
+  buffer<T> data(static_cast<std::size_t>(x.numel()));
   const T* p = x.data();
   for_each_broadcast<true>(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
   return tensor<T>(out, std::move(data));

@@ -27,6 +27,24 @@ namespace tower {
 
 using shape_t = std::vector<std::int64_t>;
 
+namespace detail {
+/// std::allocator whose construct() without arguments default-initialises: a buffer of n
+/// doubles is allocated, not zero-filled, when every element is about to be written anyway.
+template <class T>
+struct default_init_allocator : std::allocator<T> {
+  template <class U> struct rebind { using other = default_init_allocator<U>; };
+  default_init_allocator() noexcept = default;
+  template <class U> default_init_allocator(const default_init_allocator<U>&) noexcept {}
+  template <class U> void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) { ::new (static_cast<void*>(p)) U; }
+  template <class U, class... A> void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
+};
+}  // namespace detail
+
+/// A tensor's storage: a std::vector whose buffer(n) leaves the n elements uninitialised (the
+/// kernels write every element; buffer(n, T(0)) when they accumulate).
+template <class T>
+using buffer = std::vector<T, detail::default_init_allocator<T>>;
+
 inline std::int64_t numel_of(const shape_t& s) {
   return std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>{});
 }
@@ -39,12 +57,14 @@ class tensor {
  public:
   using value_type = T;
 
-  tensor() : tensor(shape_t{}, std::vector<T>{T(0)}) {}
+  tensor() : tensor(shape_t{}, buffer<T>{T(0)}) {}
   /// A rank-0 tensor holding `v`.
-  explicit tensor(T v) : tensor(shape_t{}, std::vector<T>{v}) {}
+  explicit tensor(T v) : tensor(shape_t{}, buffer<T>{v}) {}
   /// Shape, then row-major data; data.size() must equal the product of the shape.
-  tensor(shape_t shape, std::vector<T> data)
-      : shape_(std::move(shape)), data_(std::make_shared<std::vector<T>>(std::move(data))) {
+  tensor(shape_t shape, const std::vector<T>& data) : tensor(std::move(shape), buffer<T>(data.begin(), data.end())) {}
+  /// The same, taking over a buffer (no copy).
+  tensor(shape_t shape, buffer<T> data)
+      : shape_(std::move(shape)), data_(std::make_shared<buffer<T>>(std::move(data))) {
     for (auto d : shape_)
       if (d < 0) throw error("tensor: negative dimension in shape " + detail::shape_str(shape_));
     if (static_cast<std::int64_t>(data_->size()) != numel_of(shape_))
@@ -52,13 +72,12 @@ class tensor {
                   std::to_string(numel_of(shape_)) + " values, got " +
                   std::to_string(data_->size()));
   }
-  tensor(shape_t shape, std::initializer_list<T> data) : tensor(std::move(shape), std::vector<T>(data)) {}
+  tensor(shape_t shape, std::initializer_list<T> data) : tensor(std::move(shape), buffer<T>(data)) {}
   /// A 1-D tensor from a vector.
-  explicit tensor(std::vector<T> v)  // members in declaration order: the size is read before the move
-      : shape_{static_cast<std::int64_t>(v.size())}, data_(std::make_shared<std::vector<T>>(std::move(v))) {}
+  explicit tensor(const std::vector<T>& v) : tensor(shape_t{static_cast<std::int64_t>(v.size())}, v) {}
   /// Nested initializer lists, NumPy style: tensor<double>{{1, 2}, {3, 4}} is [2, 2]. Ragged
   /// lists raise tower::error.
-  tensor(std::initializer_list<T> v) : tensor(std::vector<T>(v)) {}
+  tensor(std::initializer_list<T> v) : tensor(shape_t{static_cast<std::int64_t>(v.size())}, buffer<T>(v)) {}
   tensor(std::initializer_list<std::initializer_list<T>> v) { from_nested(v); }
   tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> v) { from_nested(v); }
   tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> v) { from_nested(v); }
@@ -71,10 +90,11 @@ class tensor {
   const T* data() const { return data_->data(); }
   /// Mutable access copies the storage first if another tensor shares it.
   T* data() {
-    if (data_.use_count() > 1) data_ = std::make_shared<std::vector<T>>(*data_);
+    if (data_.use_count() > 1) data_ = std::make_shared<buffer<T>>(*data_);
     return data_->data();
   }
-  const std::vector<T>& values() const { return *data_; }
+  /// A copy of the elements, row-major (data() and numel() read them without copying).
+  std::vector<T> values() const { return std::vector<T>(data_->begin(), data_->end()); }
 
   /// The same elements under another shape with as many elements, sharing the storage
   /// (copy-on-write keeps value semantics): reshape without a copy.
@@ -116,7 +136,7 @@ class tensor {
       for (const auto& e : l) nested_shape(e, s, depth + 1);
   }
   template <class L>
-  static void nested_data(const L& l, std::vector<T>& out) {
+  static void nested_data(const L& l, buffer<T>& out) {
     if constexpr (std::is_same_v<L, std::initializer_list<T>>) out.insert(out.end(), l.begin(), l.end());
     else for (const auto& e : l) nested_data(e, out);
   }
@@ -124,12 +144,12 @@ class tensor {
   void from_nested(const L& l) {
     shape_t s;
     nested_shape(l, s, 0);
-    std::vector<T> d;
+    buffer<T> d;
     nested_data(l, d);
     if (static_cast<std::int64_t>(d.size()) != numel_of(s))
       throw error("tensor: ragged nested initializer list for shape " + detail::shape_str(s));
     shape_ = std::move(s);
-    data_ = std::make_shared<std::vector<T>>(std::move(d));
+    data_ = std::make_shared<buffer<T>>(std::move(d));
   }
 
   std::size_t offset(std::initializer_list<std::int64_t> idx) const {
@@ -146,7 +166,7 @@ class tensor {
   }
 
   shape_t shape_;
-  std::shared_ptr<std::vector<T>> data_;
+  std::shared_ptr<buffer<T>> data_;
 };
 
 /// Prints nested brackets, NumPy style: tensor([[1, 2], [3, 4]]) (rank 0: tensor(5)).
@@ -169,19 +189,20 @@ std::ostream& operator<<(std::ostream& os, const tensor<T>& t) {
 }
 
 template <class T>
-tensor<T> zeros(shape_t s) { return tensor<T>(s, std::vector<T>(static_cast<std::size_t>(numel_of(s)), T(0))); }
+tensor<T> zeros(shape_t s) { return tensor<T>(s, buffer<T>(static_cast<std::size_t>(numel_of(s)), T(0))); }
 template <class T>
-tensor<T> ones(shape_t s) { return tensor<T>(s, std::vector<T>(static_cast<std::size_t>(numel_of(s)), T(1))); }
+tensor<T> ones(shape_t s) { return tensor<T>(s, buffer<T>(static_cast<std::size_t>(numel_of(s)), T(1))); }
 template <class T>
-tensor<T> full(shape_t s, T v) { return tensor<T>(s, std::vector<T>(static_cast<std::size_t>(numel_of(s)), v)); }
+tensor<T> full(shape_t s, T v) { return tensor<T>(s, buffer<T>(static_cast<std::size_t>(numel_of(s)), v)); }
 
 /// 0, 1, ..., n-1 spaced by `step` from `start` (1-D).
 template <class T>
 tensor<T> arange(T start, T stop, T step = T(1)) {
   if (step == T(0)) throw error("arange: step must not be zero");
-  std::vector<T> v;
+  buffer<T> v;
   for (T x = start; step > 0 ? x < stop : x > stop; x += step) v.push_back(x);
-  return tensor<T>(std::move(v));
+  const auto n = static_cast<std::int64_t>(v.size());
+  return tensor<T>(shape_t{n}, std::move(v));
 }
 template <class T>
 tensor<T> arange(std::int64_t n) { return arange<T>(T(0), static_cast<T>(n)); }
@@ -201,7 +222,7 @@ template <class T>
 tensor<T> randn(shape_t s, std::uint64_t seed = 0) {
   std::mt19937_64 gen(seed);
   auto uniform = [&] { return (static_cast<double>(gen() >> 11) + 0.5) * 0x1.0p-53; };
-  std::vector<T> v(static_cast<std::size_t>(numel_of(s)));
+  buffer<T> v(static_cast<std::size_t>(numel_of(s)));
   for (std::size_t i = 0; i < v.size(); i += 2) {
     const double r = std::sqrt(-2.0 * std::log(uniform())), th = 6.283185307179586 * uniform();
     v[i] = static_cast<T>(r * std::cos(th));

@@ -48,7 +48,7 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
   const std::int64_t count = numel_of(s);
   s.push_back(n);
   s.push_back(m);
-  std::vector<T> out(static_cast<std::size_t>(count * n * m));
+  buffer<T> out(static_cast<std::size_t>(count * n * m));
   // One GEMM for the whole stack when one side is a single matrix (vmap's batching rule against
   // an unbatched weight, and its VJP/JVP): a stack of [n, k] matrices is one [count * n, k]
   // matrix, and a stack of [k] columns is one [count, k] matrix. Per-matrix products only when
@@ -81,7 +81,7 @@ tensor<T> vecdot(const tensor<T>& a, const tensor<T>& b) {
   const shape_t la(a.shape().begin(), a.shape().end() - 1), lb(b.shape().begin(), b.shape().end() - 1);
   const shape_t s = broadcast_shapes("vecdot", la, lb);
   const std::int64_t count = numel_of(s);
-  std::vector<T> out(static_cast<std::size_t>(count));
+  buffer<T> out(static_cast<std::size_t>(count));
   if (count > 1 && (la.empty() || lb.empty()) && k > 0) {
     const tensor<T>& stack = la.empty() ? b : a;
     const tensor<T>& vec = la.empty() ? a : b;
@@ -114,7 +114,7 @@ tensor<T> solve(const tensor<T>& a, const tensor<T>& b) {
   const std::int64_t count = numel_of(s);
   s.push_back(n);
   s.push_back(k);
-  std::vector<T> out(static_cast<std::size_t>(count * n * k));
+  buffer<T> out(static_cast<std::size_t>(count * n * k));
   for_each_matrix_pair("solve", a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
     const Eigen::PartialPivLU<row_matrix<T>> lu(const_matrix_map<T>(a.data() + ia * n * n, n, n));
     if (!(lu.rcond() > std::numeric_limits<T>::epsilon()))
@@ -132,7 +132,7 @@ tensor<T> cholesky(const tensor<T>& a) {
   if (a.dim() < 2 || a.shape().back() != a.shape()[a.shape().size() - 2])
     throw error("cholesky: expected square matrices [..., n, n], got shape " + detail::shape_str(a.shape()));
   const std::int64_t n = a.shape().back(), count = a.numel() / std::max<std::int64_t>(1, n * n);
-  std::vector<T> out(static_cast<std::size_t>(a.numel()), T(0));
+  buffer<T> out(static_cast<std::size_t>(a.numel()), T(0));
   for (std::int64_t i = 0; i < count; ++i) {
     const const_matrix_map<T> m(a.data() + i * n * n, n, n);
     const row_matrix<T> sym = (m + m.transpose()) * T(0.5);

@@ -35,7 +35,7 @@ auto reduce(const char* op, const X& x, std::vector<std::int64_t> dims, bool kee
       const bool reduced = std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(k)) != dims.end();
       if (!reduced || keepdim) res.push_back(kept[k]);
     }
-    return tensor<T>(res, std::vector<T>(acc.begin(), acc.end()));
+    return tensor<T>(res, buffer<T>(acc.begin(), acc.end()));
   }
 }
 
@@ -59,7 +59,7 @@ auto permute(const X& x, std::vector<std::int64_t> perm) {
       out[k] = x.shape()[static_cast<std::size_t>(perm[k])];
       st[k] = in_st[static_cast<std::size_t>(perm[k])];
     }
-    std::vector<T> data(static_cast<std::size_t>(x.numel()));
+    buffer<T> data(static_cast<std::size_t>(x.numel()));
     const T* p = x.data();
     for_each_broadcast<true>(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
     return tensor<T>(out, std::move(data));
@@ -93,7 +93,7 @@ tensor<T> narrow(const tensor<T>& x, std::int64_t dim, std::int64_t start, std::
   outer_inner(x.shape(), dim, outer, inner);
   shape_t s = x.shape();
   s[static_cast<std::size_t>(dim)] = length;
-  std::vector<T> out;
+  buffer<T> out;
   out.reserve(static_cast<std::size_t>(numel_of(s)));
   const T* p = x.data();
   for (std::int64_t o = 0; o < outer; ++o)
@@ -112,7 +112,7 @@ tensor<T> pad(const tensor<T>& x, std::int64_t dim, std::int64_t start, std::int
   outer_inner(x.shape(), dim, outer, inner);
   shape_t s = x.shape();
   s[static_cast<std::size_t>(dim)] = total;
-  std::vector<T> out(static_cast<std::size_t>(numel_of(s)), T(0));
+  buffer<T> out(static_cast<std::size_t>(numel_of(s)), T(0));
   const T* p = x.data();
   for (std::int64_t o = 0; o < outer; ++o)
     std::copy(p + o * n * inner, p + (o + 1) * n * inner, out.begin() + (o * total + start) * inner);
@@ -134,7 +134,7 @@ tensor<T> cat(const tensor<T>& a, const tensor<T>& b, std::int64_t dim) {
   const std::int64_t na = a.shape()[static_cast<std::size_t>(dim)], nb = b.shape()[static_cast<std::size_t>(dim)];
   shape_t s = a.shape();
   s[static_cast<std::size_t>(dim)] = na + nb;
-  std::vector<T> out;
+  buffer<T> out;
   out.reserve(static_cast<std::size_t>(numel_of(s)));
   for (std::int64_t o = 0; o < outer; ++o) {
     out.insert(out.end(), a.data() + o * na * inner, a.data() + (o + 1) * na * inner);
@@ -183,7 +183,7 @@ void gather_positions(const char* op, const shape_t& xs, std::int64_t dim, const
 /// out[i][j] = x[index[i][j]][j] (dim 0), torch.gather semantics; the index holds integers.
 template <class T>
 tensor<T> gather(const tensor<T>& x, std::int64_t dim, const tensor<T>& index) {
-  std::vector<T> out(static_cast<std::size_t>(index.numel()));
+  buffer<T> out(static_cast<std::size_t>(index.numel()));
   const T* p = x.data();
   gather_positions("gather", x.shape(), dim, index, [&](std::int64_t i, std::int64_t o) { out[static_cast<std::size_t>(i)] = p[o]; });
   return tensor<T>(index.shape(), std::move(out));
@@ -212,7 +212,7 @@ auto where(const C& c, const A& a, const B& b) {
     using T = std::conditional_t<is_tensor_v<A> || is_tensor_v<B>, common_element_t<A, B>, element_t<C>>;
     const shape_t s = broadcast_shapes("where", broadcast_shapes("where", shape_of(c), shape_of(a)), shape_of(b));
     const tensor<T> tc = kernels::broadcast_to(as_tensor<T>(c), s), ta = kernels::broadcast_to(as_tensor<T>(a), s), tb = kernels::broadcast_to(as_tensor<T>(b), s);
-    std::vector<T> out(static_cast<std::size_t>(numel_of(s)));
+    buffer<T> out(static_cast<std::size_t>(numel_of(s)));
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = tc.data()[i] != T(0) ? ta.data()[i] : tb.data()[i];
     return tensor<T>(s, std::move(out));
   }

@@ -68,7 +68,7 @@ auto vjp_apply(const F& f, argnums_t<I...>, const C& ct, const X&... xs) {
 
 template <class T>
 tensor<T> identity_basis(std::int64_t n, shape_t s) {
-  std::vector<T> e(static_cast<std::size_t>(n * n), T(0));
+  buffer<T> e(static_cast<std::size_t>(n * n), T(0));
   for (std::int64_t i = 0; i < n; ++i) e[static_cast<std::size_t>(i * n + i)] = T(1);
   s.insert(s.begin(), n);
   return tensor<T>(s, std::move(e));
