@@ -63,7 +63,7 @@ tensor<typename Derived::Scalar> from_eigen(const Eigen::MatrixBase<Derived>& m)
   using T = typename Derived::Scalar;
   const auto rows = static_cast<std::int64_t>(m.rows()), cols = static_cast<std::int64_t>(m.cols());
   eigen_row_matrix<T> rm = m;
-  buffer<T> data(rm.data(), rm.data() + rm.size());
+  buffer<T> data = copy_buffer(rm.data(), static_cast<std::size_t>(rm.size()));
   if constexpr (Derived::ColsAtCompileTime == 1) return tensor<T>({rows}, std::move(data));
   else return tensor<T>({rows, cols}, std::move(data));
 }

@@ -49,7 +49,7 @@ TOWER_NO_ALIAS_LOOP
         std::get<decltype(k)::value>(buf)[static_cast<std::size_t>(j)] = static_cast<std::tuple_element_t<decltype(k)::value, std::tuple<T...>>>(v);
       });
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (outs.insert(outs.end(), std::get<K>(buf).begin(), std::get<K>(buf).end()), ...);
+      (append_copy(outs, std::get<K>(buf).data(), block), ...);
     }(ks);
   }
   for (; i < n; ++i) {
@@ -307,7 +307,7 @@ auto broadcast_to(const X& x, const shape_t& s) {
     if (m > 0 && core.size() <= s.size() && std::equal(core.begin(), core.end(), s.end() - static_cast<std::ptrdiff_t>(core.size()))) {
       buffer<T> out;
       out.reserve(static_cast<std::size_t>(n));
-      for (std::int64_t r = 0; r < n / m; ++r) out.insert(out.end(), p, p + m);
+      for (std::int64_t r = 0; r < n / m; ++r) append_copy(out, p, static_cast<std::size_t>(m));
       return tensor<T>(s, std::move(out));
     }
   }

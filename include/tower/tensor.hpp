@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -45,6 +46,24 @@ struct default_init_allocator : std::allocator<T> {
 template <class T>
 using buffer = std::vector<T, detail::default_init_allocator<T>>;
 
+/// Appends p[0, n) to v with one memcpy (a buffer's own insert copies element by element,
+/// because its allocator is not std::allocator).
+template <class T, class A>
+void append_copy(std::vector<T, A>& v, const T* p, std::size_t n) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const std::size_t old = v.size();
+  v.resize(old + n);
+  if (n) std::memcpy(v.data() + old, p, n * sizeof(T));
+}
+
+/// A buffer holding a copy of p[0, n).
+template <class T>
+buffer<T> copy_buffer(const T* p, std::size_t n) {
+  buffer<T> b;
+  append_copy(b, p, n);
+  return b;
+}
+
 inline std::int64_t numel_of(const shape_t& s) {
   return std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>{});
 }
@@ -61,7 +80,7 @@ class tensor {
   /// A rank-0 tensor holding `v`.
   explicit tensor(T v) : tensor(shape_t{}, buffer<T>{v}) {}
   /// Shape, then row-major data; data.size() must equal the product of the shape.
-  tensor(shape_t shape, const std::vector<T>& data) : tensor(std::move(shape), buffer<T>(data.begin(), data.end())) {}
+  tensor(shape_t shape, const std::vector<T>& data) : tensor(std::move(shape), copy_buffer(data.data(), data.size())) {}
   /// The same, taking over a buffer (no copy).
   tensor(shape_t shape, buffer<T> data)
       : shape_(std::move(shape)), data_(std::make_shared<buffer<T>>(std::move(data))) {
@@ -90,7 +109,7 @@ class tensor {
   const T* data() const { return data_->data(); }
   /// Mutable access copies the storage first if another tensor shares it.
   T* data() {
-    if (data_.use_count() > 1) data_ = std::make_shared<buffer<T>>(*data_);
+    if (data_.use_count() > 1) data_ = std::make_shared<buffer<T>>(copy_buffer(data_->data(), data_->size()));
     return data_->data();
   }
   /// A copy of the elements, row-major (data() and numel() read them without copying).

@@ -97,7 +97,7 @@ tensor<T> narrow(const tensor<T>& x, std::int64_t dim, std::int64_t start, std::
   out.reserve(static_cast<std::size_t>(numel_of(s)));
   const T* p = x.data();
   for (std::int64_t o = 0; o < outer; ++o)
-    out.insert(out.end(), p + (o * n + start) * inner, p + (o * n + start + length) * inner);
+    append_copy(out, p + (o * n + start) * inner, static_cast<std::size_t>(length * inner));
   return tensor<T>(s, std::move(out));
 }
 
@@ -137,8 +137,8 @@ tensor<T> cat(const tensor<T>& a, const tensor<T>& b, std::int64_t dim) {
   buffer<T> out;
   out.reserve(static_cast<std::size_t>(numel_of(s)));
   for (std::int64_t o = 0; o < outer; ++o) {
-    out.insert(out.end(), a.data() + o * na * inner, a.data() + (o + 1) * na * inner);
-    out.insert(out.end(), b.data() + o * nb * inner, b.data() + (o + 1) * nb * inner);
+    append_copy(out, a.data() + o * na * inner, static_cast<std::size_t>(na * inner));
+    append_copy(out, b.data() + o * nb * inner, static_cast<std::size_t>(nb * inner));
   }
   return tensor<T>(s, std::move(out));
 }

@@ -127,7 +127,7 @@ struct sliced {
   }
   auto operator[](std::int64_t b) const {
     if constexpr (Scalar) return front.data()[b];
-    else return tensor<T>(example_shape, buffer<T>(front.data() + b * example_numel, front.data() + (b + 1) * example_numel));
+    else return tensor<T>(example_shape, copy_buffer(front.data() + b * example_numel, static_cast<std::size_t>(example_numel)));
   }
 };
 
@@ -358,7 +358,7 @@ tensor<T> rows(const tensor<T>& front, std::int64_t b0, std::int64_t n) {
   shape_t s = front.shape();
   const std::int64_t per = s[0] > 0 ? front.numel() / s[0] : 0;
   s[0] = n;
-  return tensor<T>(s, buffer<T>(front.data() + b0 * per, front.data() + (b0 + n) * per));
+  return tensor<T>(s, copy_buffer(front.data() + b0 * per, static_cast<std::size_t>(n * per)));
 }
 
 /// Batching rules on packets of `packet` examples; results stacked at out_dims.
