@@ -19,6 +19,7 @@
 #include "tower/dyn_value.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
+#include "tower/needs_input_grad.hpp"
 #include "tower/op_traits.hpp"
 #include "tower/pool_allocator.hpp"
 
@@ -150,6 +151,11 @@ class grad_interpreter : public interpreter_base<transform_type::grad> {
     }
     bool has_vjp() const override { return true; }
     void vjp(const value& g, value* grads) const override {
+      // Untracked inputs (constants) get no gradient: the rule may skip them (needs_input_grad.hpp).
+      std::uint32_t needed = 0;
+      for (std::size_t i = 0; i < N; ++i)
+        if (parents[i]) needed |= std::uint32_t{1} << i;
+      tower::detail::needed_inputs_scope scope(needed);
       auto gs = std::apply([&](const auto&... x) { return op.vjp(g, out, x...); }, primals);
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         ((grads[I] = value(std::move(std::get<I>(gs)))), ...);
