@@ -92,6 +92,9 @@ struct vecdot_op {
 };
 
 /// vecdot(a, b): sum(a * b, -1) for [..., k] and [..., k], leading dims broadcast.
+///
+///   tw::tensor<double> X({2, 3}, {1, 2, 3, 4, 5, 6}), w{1.0, 0.0, -1.0};
+///   tw::vecdot(X, w);  // tensor([-2, -2]): one inner product per row
 template <operand A, operand B> auto vecdot(const A& a, const B& b) {
   if (rank(a) < 1 || rank(b) < 1 || shape(a).back() != shape(b).back())
     throw error("vecdot: expected [..., k] and [..., k], got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
