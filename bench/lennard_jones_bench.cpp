@@ -121,6 +121,18 @@ void bm_tower_static(benchmark::State& st) {
   }
 }
 
+// The same E, with each row of R handed to it as a tw::fixed<double, 3> (in_dims fixed_rows<3>).
+void bm_tower_static_fixed(benchmark::State& st) {
+  auto& D = get();
+  auto forces = tw::vmap(tw::grad(energy), tw::in_dims(tw::fixed_rows<3>));
+  tw::tensor<double> G = forces(D.R);
+  check_close("tower static fixed", G.data(), D.ref.data(), D.ref.size());
+  for (auto _ : st) {
+    G = forces(D.R);
+    benchmark::DoNotOptimize(G.data());
+  }
+}
+
 void bm_tower_runtime(benchmark::State& st) {
   auto& D = get();
   using tw::dyn::value;
@@ -220,6 +232,7 @@ BENCHMARK(bm_tower_xyz<tw::strategy::fused_t>)->Name("lennard_jones_xyz/tower_st
 BENCHMARK(bm_tower_runtime_xyz)->Name("lennard_jones_xyz/tower_runtime")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_static<tw::strategy::automatic_t>)->Name("lennard_jones/tower_static")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_static<tw::strategy::batched_t>)->Name("lennard_jones/tower_static_batched")->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_static_fixed)->Name("lennard_jones/tower_static_fixed")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_runtime)->Name("lennard_jones/tower_runtime")->Unit(benchmark::kMillisecond);
 #if TOWER_BENCH_HAVE_EIGEN_AD
 BENCHMARK(bm_forward<peers::eigen_ad<3>>)->Name("lennard_jones/eigen_autodiff")->Unit(benchmark::kMillisecond);

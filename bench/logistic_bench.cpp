@@ -63,6 +63,20 @@ void tower_static(benchmark::State& st, data& D) {
   }
 }
 
+// The same loss with w a tw::fixed<double, N> and each row of X handed to it as one (in_dims
+// fixed_rows<N>): one loop over examples, grad without a tape.
+template <int N>
+void tower_static_fixed(benchmark::State& st, data& D) {
+  auto per_example = tw::vmap(tw::grad(loss), tw::in_dims(tw::none, tw::fixed_rows<N>, 0));
+  const auto w = tw::to_fixed<tw::fixed<double, N>>(D.w);
+  tw::tensor<double> G = per_example(w, D.X, D.Y);
+  check_close("tower static fixed", G.data(), D.ref.data(), D.ref.size());
+  for (auto _ : st) {
+    G = per_example(w, D.X, D.Y);
+    benchmark::DoNotOptimize(G.data());
+  }
+}
+
 void tower_runtime(benchmark::State& st, data& D) {
   using tw::dyn::value;
   std::function<value(value, value, value)> erased = [](value w, value x, value y) { return loss(w, x, y); };
@@ -152,6 +166,8 @@ void register_all() {
   benchmark::RegisterBenchmark((w + "tower_static").c_str(), [](benchmark::State& st) { tower_static<tw::strategy::automatic_t>(st, D); });
   benchmark::RegisterBenchmark((w + "tower_static_batched").c_str(), [](benchmark::State& st) { tower_static<tw::strategy::batched_t>(st, D); });
   benchmark::RegisterBenchmark((w + "tower_static_fused").c_str(), [](benchmark::State& st) { tower_static<tw::strategy::fused_t>(st, D); });
+  if constexpr (N <= 32)
+    benchmark::RegisterBenchmark((w + "tower_static_fixed").c_str(), [](benchmark::State& st) { tower_static_fixed<N>(st, D); });
   benchmark::RegisterBenchmark((w + "tower_runtime").c_str(), [](benchmark::State& st) { tower_runtime(st, D); });
 #if TOWER_BENCH_HAVE_EIGEN_AD
   benchmark::RegisterBenchmark((w + "eigen_autodiff").c_str(),

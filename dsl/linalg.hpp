@@ -91,23 +91,47 @@ struct vecdot_op {
   auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const { return detail::bilinear_jvp(*this, a, b, ta, tb); }
 };
 
+namespace detail {
+/// vecdot of two 1-D tw::fixed values: the products added pairwise (fixeds::tree_sum), unrolled.
+template <>
+struct fixed_rule<vecdot_op> {
+  template <class A, class B>
+  static auto run(const vecdot_op&, const A& a, const B& b) {
+    if constexpr (!(is_fixed_v<A> && is_fixed_v<B>) || fixeds::rank<A>() != 1 || fixeds::rank<B>() != 1) {
+      return dual_unsupported{};
+    } else {
+      static_assert(A::size == B::size, "dot: the two tw::fixed vectors have different sizes");
+      return fixeds::tree_sum<0, static_cast<std::size_t>(A::size)>([&](auto j) { return a.e[decltype(j)::value] * b.e[decltype(j)::value]; });
+    }
+  }
+};
+}  // namespace detail
+
 /// vecdot(a, b): sum(a * b, -1) for [..., k] and [..., k], leading dims broadcast.
 ///
 ///   tw::tensor<double> X({2, 3}, {1, 2, 3, 4, 5, 6}), w{1.0, 0.0, -1.0};
 ///   tw::vecdot(X, w);  // tensor([-2, -2]): one inner product per row
 template <operand A, operand B> auto vecdot(const A& a, const B& b) {
-  if (rank(a) < 1 || rank(b) < 1 || shape(a).back() != shape(b).back())
-    throw error("vecdot: expected [..., k] and [..., k], got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
-  return call_op(vecdot_op{}, a, b);
+  if constexpr (is_fixed_v<A> || is_fixed_v<B>) {
+    return call_op(vecdot_op{}, a, b);  // sizes checked at compile time
+  } else {
+    if (rank(a) < 1 || rank(b) < 1 || shape(a).back() != shape(b).back())
+      throw error("vecdot: expected [..., k] and [..., k], got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+    return call_op(vecdot_op{}, a, b);
+  }
 }
 
 /// Inner product of two 1-D tensors.
 template <operand X, operand Y>
 auto dot(const X& x, const Y& y) {
-  if (rank(x) != 1 || rank(y) != 1 || shape(x) != shape(y))
-    throw error("dot: expected two 1-D tensors of the same length, got shapes " + detail::shape_str(shape(x)) +
-                " and " + detail::shape_str(shape(y)));
-  return call_op(vecdot_op{}, x, y);
+  if constexpr (is_fixed_v<X> || is_fixed_v<Y>) {
+    return call_op(vecdot_op{}, x, y);  // sizes checked at compile time
+  } else {
+    if (rank(x) != 1 || rank(y) != 1 || shape(x) != shape(y))
+      throw error("dot: expected two 1-D tensors of the same length, got shapes " + detail::shape_str(shape(x)) +
+                  " and " + detail::shape_str(shape(y)));
+    return call_op(vecdot_op{}, x, y);
+  }
 }
 
 /// torch.matmul: 1-D x 1-D is a dot product, 1-D operands get a dim added (then removed), and

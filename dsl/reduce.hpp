@@ -55,6 +55,34 @@ struct sum_op {
   template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
 };
 
+namespace detail {
+/// sum on a tw::fixed value: its elements added pairwise (fixeds::tree_sum), unrolled. The sum of all elements (on
+/// a 1-D value also over dim 0 or -1), without keepdim; other dims are a tower::error.
+template <>
+struct fixed_rule<sum_op> {
+  template <class X>
+  static auto total(const X& x) {
+    if constexpr (!is_fixed_v<X>) {
+      return x;
+    } else {
+      return fixeds::tree_sum<0, static_cast<std::size_t>(X::size)>([&](auto j) { return total(x.e[decltype(j)::value]); });
+    }
+  }
+  template <class X>
+  static auto run(const sum_op& op, const X& x) {
+    if constexpr (!is_fixed_v<X>) {
+      return dual_unsupported{};
+    } else {
+      const bool whole = op.all || (fixeds::rank<X>() == 1 && op.dims.size() == 1 && (op.dims[0] == 0 || op.dims[0] == -1));
+      if (!whole || op.keepdim)
+        throw error("sum: on a tw::fixed value of shape " + detail::shape_str(fixed_shape<X>()) +
+                    " only the sum of all elements without keepdim is supported; convert with tw::to_tensor");
+      return total(x);
+    }
+  }
+};
+}  // namespace detail
+
 /// Sum of all elements (a scalar: rank 0).
 template <operand X>
 auto sum(const X& x) { return call_op(sum_op{}, x); }

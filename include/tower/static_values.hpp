@@ -19,6 +19,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "tower/fixed.hpp"
 #include "tower/kernels.hpp"
 #include "tower/tensor.hpp"
 #include "tower/transform_type.hpp"
@@ -201,6 +202,8 @@ shape_t shape(const X& x) {
   using D = std::remove_cvref_t<X>;
   if constexpr (is_dyn_v<D>) {
     return x.shape();
+  } else if constexpr (is_fixed_v<D>) {
+    return fixed_shape<D>();
   } else if constexpr (kernels::is_plain_v<D>) {
     return kernels::shape_of(x);
   } else if constexpr (D::key == transform_type::vmap) {
@@ -216,6 +219,7 @@ template <class X>
 std::int64_t rank(const X& x) {
   if constexpr (kernels::is_plain_scalar_v<X>) return 0;
   else if constexpr (is_dyn_v<X>) return x.rank();  // without building the shape
+  else if constexpr (is_fixed_v<X>) return detail::fixeds::rank<X>();
   else return static_cast<std::int64_t>(shape(x).size());
 }
 

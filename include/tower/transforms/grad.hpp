@@ -39,6 +39,12 @@ constexpr std::size_t index_of() {
   ((I == N ? (r = k, ++k) : ++k), ...);
   return r;
 }
+/// The J-th of I.
+template <std::size_t J, int... I>
+constexpr int nth() {
+  constexpr int i[] = {I...};
+  return i[J];
+}
 /// The first of I (0 when there is none: grad's checks report an empty argnums).
 template <int... I>
 constexpr int first_of() {
@@ -68,10 +74,12 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    if constexpr ((is_scalar_dual_v<A> || ...)) {
-      // Nested in a tape-free grad (vmap's fused form on numbers): forward over forward.
+    if constexpr ((is_scalar_dual_v<A> || ...) || (is_fixed_v<A> || ...)) {
+      // tw::fixed arguments, or nested in a tape-free grad (vmap's fused form on numbers): forward
+      // mode (forward over forward when nested).
       static_assert(forward_ok<A...>(),
-                    "grad: inside vmap's fused form on numbers, a nested grad needs a function of numbers");
+                    "grad: with tw::fixed arguments or inside vmap's fused form on numbers, f must be a function of numbers and "
+                    "tw::fixed values (at most 32 differentiated numbers in all) that returns a number");
       return forward(a...);
     } else if constexpr (!decltype(check<A...>())::value) {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
@@ -83,32 +91,37 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     }
   }
 
-  /// Whether `forward` can differentiate f at these argument types: every argument a number (or a
-  /// scalar_dual, in a nested tape-free grad), the differentiated ones (at most 16) of one
-  /// floating type, and f's value and aux numbers or scalar_duals, never dual_unsupported (an op
-  /// that mixed in a tensor or a transform's value). Instantiates f with scalar_duals.
+  static constexpr bool forward_path = true;  // forward_ok, forward_body (vmap's fused forms)
+  /// Whether `forward` can differentiate f at these argument types: every argument a number, a
+  /// scalar_dual (in a nested tape-free grad) or a tw::fixed of them; the differentiated ones of
+  /// one floating type (or scalar_dual) with at most 32 elements in all; f's value and aux numbers
+  /// or scalar_duals, never dual_unsupported (an op that mixed in a tensor or a transform's value,
+  /// or has no rule for fixed values). Instantiates f with scalar_duals.
   template <class... A>
   static constexpr bool forward_ok() {
-    if constexpr (is_runtime_function_v<F> || sizeof...(I) == 0 || sizeof...(I) > 16 ||
-                  !((std::is_arithmetic_v<A> || is_scalar_dual_v<A>) && ...) || !((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...)) {
+    if constexpr (is_runtime_function_v<F> || sizeof...(I) == 0 || !(forward_arg_ok<A>() && ...) ||
+                  !((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...)) {
+      return false;
+    } else if constexpr (directions<A...>() > 32) {
       return false;
     } else {
       using X = forward_input_t<A...>;
       if constexpr (!(std::is_floating_point_v<X> || is_scalar_dual_v<X>) ||
-                    !(std::is_same_v<X, std::remove_cvref_t<std::tuple_element_t<static_cast<std::size_t>(I), std::tuple<A...>>>> && ...)) {
+                    !(std::is_same_v<X, detail::fixeds::scalar_t<arg_t<static_cast<std::size_t>(I), A...>>> && ...)) {
         return false;
       } else {
         using R = typename decltype([]<std::size_t... K>(std::index_sequence<K...>) {
-          return std::type_identity<std::invoke_result_t<const F&, decltype(forward_arg<K, X>(std::declval<const A&>()))...>>{};
+          return std::type_identity<std::invoke_result_t<const F&, decltype(forward_arg<K, A...>(std::declval<const A&>()))...>>{};
         }(std::index_sequence_for<A...>{}))::type;
+        using D = scalar_dual<X, directions<A...>()>;
         if constexpr (!HasAux) {
-          return forward_result_ok<R, X>();
+          return forward_result_ok<R, X, D>();
         } else if constexpr (!requires { typename std::tuple_size<R>::type; }) {
           return false;
         } else if constexpr (std::tuple_size_v<R> != 2) {
           return false;
         } else {
-          return forward_result_ok<std::remove_cvref_t<std::tuple_element_t<0, R>>, X>() &&
+          return forward_result_ok<std::remove_cvref_t<std::tuple_element_t<0, R>>, X, D>() &&
                  !detail::duals::contains_unsupported<std::remove_cvref_t<std::tuple_element_t<1, R>>>();
         }
       }
@@ -116,7 +129,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   }
 
   /// grad without a tape (scalar_dual.hpp): one pass of f with a direction per differentiated
-  /// argument. Same numbers and result types as the taped path; needs forward_ok<A...>().
+  /// number (per element of a differentiated tw::fixed). Same numbers and result types as the
+  /// taped path; needs forward_ok<A...>().
   template <class... A>
   auto forward(const A&... a) const {
     const bool prev = is_grad_enabled();
@@ -130,10 +144,10 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   template <class... A>
   [[gnu::always_inline, gnu::flatten]] inline auto forward_body(bool prev, const A&... a) const {
     using X = forward_input_t<A...>;
-    using D = scalar_dual<X, static_cast<int>(sizeof...(I))>;
+    using D = scalar_dual<X, directions<A...>()>;
     namespace du = detail::duals;
     auto result = [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return f(forward_arg<K, X>(a)...);
+      return f(forward_arg<K, A...>(a)...);
     }(std::index_sequence_for<A...>{});
     const auto& value = [&]() -> decltype(auto) {
       if constexpr (HasAux) return std::get<0>(result);
@@ -145,10 +159,19 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       if constexpr (is_scalar_dual_v<X>) return prev ? x : du::lift<X>(du::base_value(x));
       else return x;
     };
-    auto grad_of = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) -> X {
+    auto direction = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) -> X {
       if constexpr (!std::is_same_v<V, D>) return du::lift<X>(0.0);
-      else if constexpr (std::is_arithmetic_v<X>) return value.d[J] + X(0);  // a structural zero is -0.0: +0.0 as the tape gives
-      else return outside(value.d[J]);
+      else if constexpr (std::is_arithmetic_v<X>) return value.d[K] + X(0);  // a structural zero is -0.0: +0.0 as the tape gives
+      else return outside(value.d[K]);
+    };
+    // The gradient of the J-th differentiated argument: its directions, shaped like it.
+    auto grad_of = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
+      using Arg = arg_t<static_cast<std::size_t>(detail::nth<J, I...>()), A...>;
+      constexpr std::size_t first = offset<J, A...>();
+      if constexpr (is_fixed_v<Arg>)
+        return detail::fixeds::generate<Arg>([&](auto k) { return direction(std::integral_constant<std::size_t, first + decltype(k)::value>{}); });
+      else
+        return direction(std::integral_constant<std::size_t, first>{});
     };
     auto grads = [&]<std::size_t... J>(std::index_sequence<J...>) {
       if constexpr (sizeof...(J) == 1) return grad_of(std::integral_constant<std::size_t, 0>{});
@@ -171,28 +194,63 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   }
 
  private:
-  /// The type of the differentiated arguments on the tape-free path.
-  template <class... A>
-  using forward_input_t = std::remove_cvref_t<std::tuple_element_t<static_cast<std::size_t>(detail::first_of<I...>()), std::tuple<A...>>>;
+  template <std::size_t K, class... A>
+  using arg_t = std::remove_cvref_t<std::tuple_element_t<K, std::tuple<A...>>>;
 
-  /// Argument K of f on the tape-free path: a scalar_dual with a unit tangent in its own
-  /// direction if K is differentiated, else the argument itself.
-  template <std::size_t K, class X, class Arg>
-  static decltype(auto) forward_arg(const Arg& x) {
+  /// An argument the tape-free path takes: a number, a scalar_dual, or a tw::fixed of them.
+  template <class A>
+  static constexpr bool forward_arg_ok() {
+    using S = detail::fixeds::scalar_t<A>;
+    return std::is_arithmetic_v<S> || is_scalar_dual_v<S>;
+  }
+
+  /// The type of the differentiated numbers on the tape-free path.
+  template <class... A>
+  using forward_input_t = detail::fixeds::scalar_t<arg_t<static_cast<std::size_t>(detail::first_of<I...>()), A...>>;
+
+  /// Directions of the tape-free path: one per differentiated number or element of a fixed.
+  template <class... A>
+  static constexpr int directions() {
+    return (0 + ... + static_cast<int>(detail::fixeds::numel<arg_t<static_cast<std::size_t>(I), A...>>()));
+  }
+  /// The first direction of the J-th differentiated argument.
+  template <std::size_t J, class... A>
+  static constexpr std::size_t offset() {
+    constexpr std::array<std::int64_t, sizeof...(A)> width{detail::fixeds::numel<A>()...};
+    constexpr std::array<int, sizeof...(I)> index{I...};
+    std::size_t o = 0;
+    for (std::size_t k = 0; k < J; ++k) o += static_cast<std::size_t>(width[static_cast<std::size_t>(index[k])]);
+    return o;
+  }
+
+  /// Argument K of f on the tape-free path: scalar_duals with a unit tangent each in their own
+  /// direction if K is differentiated (a tw::fixed gets one per element), else the argument.
+  template <std::size_t K, class... A>
+  static decltype(auto) forward_arg(const arg_t<K, A...>& x) {
     if constexpr (detail::contains_index<static_cast<int>(K), I...>()) {
       namespace du = detail::duals;
-      constexpr std::size_t own = detail::index_of<static_cast<int>(K), I...>();
-      return [&]<std::size_t... J>(std::index_sequence<J...>) {
-        return scalar_dual<X, static_cast<int>(sizeof...(I))>{x, {du::lift<X>(J == own ? 1.0 : -0.0)...}, std::uint32_t{1} << own};
-      }(std::make_index_sequence<sizeof...(I)>{});
+      using X = forward_input_t<A...>;
+      constexpr int n = directions<A...>();
+      constexpr std::size_t first = offset<detail::index_of<static_cast<int>(K), I...>(), A...>();
+      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) {
+        return [&]<std::size_t... J>(std::index_sequence<J...>) {
+          return scalar_dual<X, n>{v, {du::lift<X>(J == Own ? 1.0 : -0.0)...}, std::uint32_t{1} << Own};
+        }(std::make_index_sequence<static_cast<std::size_t>(n)>{});
+      };
+      if constexpr (is_fixed_v<arg_t<K, A...>>)
+        return detail::fixeds::generate<arg_t<K, A...>>([&](auto k) {
+          return seed(detail::fixeds::flat<decltype(k)::value>(x), std::integral_constant<std::size_t, first + decltype(k)::value>{});
+        });
+      else
+        return seed(x, std::integral_constant<std::size_t, first>{});
     } else {
       return (x);
     }
   }
 
-  template <class V, class X>
+  template <class V, class X, class D>
   static constexpr bool forward_result_ok() {
-    return std::is_same_v<V, scalar_dual<X, static_cast<int>(sizeof...(I))>> || std::is_arithmetic_v<V> || std::is_same_v<V, X>;
+    return std::is_same_v<V, D> || std::is_arithmetic_v<V> || std::is_same_v<V, X>;
   }
 
   static constexpr diagnostic name = WithValue ? diagnostic("grad_and_value") : diagnostic("grad");

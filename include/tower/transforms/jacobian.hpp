@@ -90,6 +90,110 @@ auto reshape_jacobian(const J& j, const shape_t& out_shape, const X& x) {
 
 }  // namespace detail
 
+namespace detail {
+
+/// Whether f runs on these argument types without an op that fixed values or scalar_duals cannot
+/// carry: a transform says so itself (forward_ok), a plain function by its result.
+template <class F, class... A>
+constexpr bool runs_forward() {
+  if constexpr (requires { F::template forward_ok<A...>(); }) return F::template forward_ok<A...>();
+  else if constexpr (!std::is_invocable_v<const F&, const A&...>) return false;
+  else return !duals::contains_unsupported<std::remove_cvref_t<std::invoke_result_t<const F&, const A&...>>>();
+}
+
+/// jacrev and jacfwd on tw::fixed arguments (or nested in a tape-free transform): forward mode,
+/// one direction per element of argument K, no tape and no basis tensor. The Jacobian has shape
+/// out_shape + in_shape as fixed values: fixed<fixed<T, n>, m> for m outputs and n inputs.
+/// jacrev gives the same numbers this way (forward and reverse mode differ only in rounding).
+template <class F, int K>
+struct forward_jacobian {
+  template <class... A>
+  using arg_t = std::remove_cvref_t<std::tuple_element_t<static_cast<std::size_t>(K), std::tuple<A...>>>;
+  template <class... A>
+  using input_t = fixeds::scalar_t<arg_t<A...>>;
+  template <class... A>
+  static constexpr int directions = static_cast<int>(fixeds::numel<arg_t<A...>>());
+
+  template <std::size_t J, class... A>
+  static decltype(auto) seeded(const A&... a) {
+    const auto& x = std::get<J>(std::tie(a...));
+    if constexpr (J != static_cast<std::size_t>(K)) {
+      return (x);
+    } else {
+      using X = input_t<A...>;
+      constexpr int n = directions<A...>;
+      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) {
+        return [&]<std::size_t... D>(std::index_sequence<D...>) {
+          return scalar_dual<X, n>{v, {duals::lift<X>(D == Own ? 1.0 : -0.0)...}, std::uint32_t{1} << Own};
+        }(std::make_index_sequence<static_cast<std::size_t>(n)>{});
+      };
+      if constexpr (is_fixed_v<arg_t<A...>>)
+        return fixeds::generate<arg_t<A...>>([&](auto k) { return seed(fixeds::flat<decltype(k)::value>(x), k); });
+      else
+        return seed(x, std::integral_constant<std::size_t, 0>{});
+    }
+  }
+
+  template <class... A>
+  static auto call(const F& f, const A&... a) {
+    return [&]<std::size_t... J>(std::index_sequence<J...>) { return f(seeded<J>(a...)...); }(std::index_sequence_for<A...>{});
+  }
+
+  template <class... A>
+  static constexpr bool ok() {
+    if constexpr (K < 0 || K >= static_cast<int>(sizeof...(A))) {
+      return false;
+    } else if constexpr (!((std::is_arithmetic_v<fixeds::scalar_t<A>> || is_scalar_dual_v<fixeds::scalar_t<A>>) && ...)) {
+      return false;
+    } else if constexpr (!(std::is_floating_point_v<input_t<A...>> || is_scalar_dual_v<input_t<A...>>) || directions<A...> > 32) {
+      return false;
+    } else {
+      using S = typename decltype([]<std::size_t... J>(std::index_sequence<J...>) {
+        return std::type_identity<std::tuple<std::remove_cvref_t<decltype(seeded<J>(std::declval<const A&>()...))>...>>{};
+      }(std::index_sequence_for<A...>{}))::type;
+      constexpr bool runs = []<class... Sd>(std::type_identity<std::tuple<Sd...>>) { return runs_forward<F, Sd...>(); }(std::type_identity<S>{});
+      if constexpr (!runs) return false;
+      else return output_ok<std::remove_cvref_t<decltype(call(std::declval<const F&>(), std::declval<const A&>()...))>, input_t<A...>>();
+    }
+  }
+  /// An output the Jacobian can be read from: a number or scalar_dual (of X's levels), or a fixed of them.
+  template <class O, class X>
+  static constexpr bool output_ok() {
+    using S = fixeds::scalar_t<O>;
+    return std::is_arithmetic_v<S> || std::is_same_v<S, X> || (is_scalar_dual_v<S> && std::is_same_v<typename S::value_type, X>);
+  }
+
+  template <class... A>
+  static auto run(const F& f, bool prev, const A&... a) {
+    using X = input_t<A...>;
+    using In = arg_t<A...>;
+    const auto out = call(f, a...);
+    // Grad mode off outside: a nested result is a constant at the levels below (as grad does).
+    auto outside = [&](const X& v) -> X {
+      if constexpr (is_scalar_dual_v<X>) return prev ? v : duals::lift<X>(duals::base_value(v));
+      else return v;
+    };
+    auto tangent = [&]<std::size_t D>(const auto& y, std::integral_constant<std::size_t, D>) -> X {
+      using Y = std::remove_cvref_t<decltype(y)>;
+      if constexpr (is_scalar_dual_v<Y> && std::is_same_v<typename Y::value_type, X>) {
+        if constexpr (std::is_arithmetic_v<X>) return y.d[D] + X(0);  // a structural zero is -0.0: +0.0
+        else return outside(y.d[D]);
+      } else {
+        return duals::lift<X>(0.0);
+      }
+    };
+    auto row = [&](const auto& y) {
+      if constexpr (is_fixed_v<In>) return fixeds::generate<In>([&](auto k) { return tangent(y, k); });
+      else return tangent(y, std::integral_constant<std::size_t, 0>{});
+    };
+    using O = std::remove_cvref_t<decltype(out)>;
+    if constexpr (is_fixed_v<O>) return fixeds::generate<O>([&](auto k) { return row(fixeds::flat<decltype(k)::value>(out)); });
+    else return row(out);
+  }
+};
+
+}  // namespace detail
+
 /// vjp(f, primals...) -> (f(primals...), vjp_fn); vjp_fn(cotangent) returns a std::tuple with
 /// one gradient per primal. vjp_fn is itself differentiable (it re-runs f under grad).
 template <class F, class... P>
@@ -116,7 +220,14 @@ struct jacobian_entry {
   template <class... A>
   auto operator()(const A&... a) const {
     const auto& self = static_cast<const Derived&>(*this);
-    if constexpr (is_runtime_function_v<F> && !(is_dyn_v<A> && ...)) {
+    if constexpr ((is_fixed_v<A> || ...) || (is_scalar_dual_v<A> || ...)) {
+      // tw::fixed arguments, or nested in a tape-free transform: forward mode (forward_jacobian).
+      static_assert(Derived::template forward_ok<A...>(),
+                    "jacrev/jacfwd: with tw::fixed arguments or inside vmap's fused form, f must be a function of numbers and "
+                    "tw::fixed values (at most 32 numbers in the differentiated argument, one argnum) that returns numbers or "
+                    "tw::fixed values");
+      return self.forward(a...);
+    } else if constexpr (is_runtime_function_v<F> && !(is_dyn_v<A> && ...)) {
       return self(runtime::detail::to_value(a)...);
     } else {
       static_assert(sizeof(typename Derived::template check<A...>) > 0);
@@ -134,6 +245,23 @@ template <class F, int... I>
 struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_transform<F, argnums_t<I...>>, F> {
   F f;
   static constexpr const char* name = "jacrev";
+
+  static constexpr bool forward_path = true;  // forward_ok, forward_body (vmap's fused_fixed.hpp)
+  /// Whether the forward path (detail::forward_jacobian) takes these arguments.
+  template <class... A>
+  static constexpr bool forward_ok() {
+    if constexpr (sizeof...(I) != 1) return false;
+    else return detail::forward_jacobian<F, I...>::template ok<A...>();
+  }
+  /// The forward path with grad mode on; `prev` is the mode outside (vmap's fused loop sets it once).
+  template <class... A>
+  auto forward_body(bool prev, const A&... a) const { return detail::forward_jacobian<F, I...>::run(f, prev, a...); }
+  template <class... A>
+  auto forward(const A&... a) const {
+    const bool prev = is_grad_enabled();
+    enable_grad on;
+    return forward_body(prev, a...);
+  }
 
   /// The static checks, as a class so they fire before the body is instantiated.
   template <class... A>
@@ -174,6 +302,23 @@ template <class F, int... I>
 struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_transform<F, argnums_t<I...>>, F> {
   F f;
   static constexpr const char* name = "jacfwd";
+
+  static constexpr bool forward_path = true;  // forward_ok, forward_body (vmap's fused_fixed.hpp)
+  /// Whether the forward path (detail::forward_jacobian) takes these arguments.
+  template <class... A>
+  static constexpr bool forward_ok() {
+    if constexpr (sizeof...(I) != 1) return false;
+    else return detail::forward_jacobian<F, I...>::template ok<A...>();
+  }
+  /// The forward path with grad mode on; `prev` is the mode outside (vmap's fused loop sets it once).
+  template <class... A>
+  auto forward_body(bool prev, const A&... a) const { return detail::forward_jacobian<F, I...>::run(f, prev, a...); }
+  template <class... A>
+  auto forward(const A&... a) const {
+    const bool prev = is_grad_enabled();
+    enable_grad on;
+    return forward_body(prev, a...);
+  }
 
   /// The static checks, as a class so they fire before the body is instantiated.
   template <class... A>

@@ -15,27 +15,44 @@ namespace tower {
 struct none_t {};
 inline constexpr none_t none{};
 
+/// An in_dims entry for a [B, N] tensor: batch in dim 0, and f sees each row as a
+/// tw::fixed<T, N> (fixed.hpp), a vector whose size the compiler knows. vmap(grad(f)) then runs
+/// grad's tape-free path per example in one loop (fused_fixed.hpp). The result is the same as
+/// with entry 0; where that path does not apply, vmap runs f on tensors with entry 0.
+///
+///   auto forces = tw::vmap(tw::grad(energy), tw::in_dims(tw::fixed_rows<3>));   // R: [B, 3]
+template <int N>
+struct fixed_rows_t {
+  static_assert(N >= 1, "tw::fixed_rows: the row size must be at least 1");
+  static constexpr int size = N;
+};
+template <int N>
+inline constexpr fixed_rows_t<N> fixed_rows{};
+template <class D> struct is_fixed_rows : std::false_type {};
+template <int N> struct is_fixed_rows<fixed_rows_t<N>> : std::true_type {};
+template <class D> inline constexpr bool is_fixed_rows_v = is_fixed_rows<std::remove_cvref_t<D>>::value;
+
 namespace detail {
-template <class D> using dim_entry_t = std::conditional_t<std::is_same_v<D, none_t>, none_t, std::int64_t>;
+template <class D> using dim_entry_t = std::conditional_t<std::is_same_v<D, none_t> || is_fixed_rows_v<D>, D, std::int64_t>;
 
 /// An in_dims entry: an int, tw::none, or (for a tuple-like argument) a std::tuple of entries.
 template <class D> struct in_dim_entry { using type = dim_entry_t<D>; };
 template <class... D> struct in_dim_entry<std::tuple<D...>> { using type = std::tuple<typename in_dim_entry<D>::type...>; };
 template <class D> using in_dim_entry_t = typename in_dim_entry<D>::type;
 
-template <class D> inline constexpr bool is_in_dim_entry_v = std::is_integral_v<D> || std::is_same_v<D, none_t>;
+template <class D> inline constexpr bool is_in_dim_entry_v = std::is_integral_v<D> || std::is_same_v<D, none_t> || is_fixed_rows_v<D>;
 template <class... D> inline constexpr bool is_in_dim_entry_v<std::tuple<D...>> = (is_in_dim_entry_v<D> && ...);
 
 template <class D>
 auto to_in_dim_entry(const D& d) {
-  if constexpr (std::is_same_v<D, none_t>) return none;
+  if constexpr (std::is_same_v<D, none_t> || is_fixed_rows_v<D>) return d;
   else if constexpr (std::is_integral_v<D>) return static_cast<std::int64_t>(d);
   else return std::apply([](const auto&... e) { return std::make_tuple(to_in_dim_entry(e)...); }, d);
 }
 }
 
-/// Per-argument batch dims of vmap: an int (negative counts from the end) or tw::none; for a
-/// tuple-like argument, a std::tuple of entries per element (nested pytrees).
+/// Per-argument batch dims of vmap: an int (negative counts from the end), tw::none, or
+/// tw::fixed_rows<N>; for a tuple-like argument, a std::tuple of entries per element (nested pytrees).
 template <class... D>
 struct in_dims_t {
   std::tuple<D...> dims;

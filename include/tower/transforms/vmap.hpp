@@ -22,6 +22,7 @@
 #include "tower/pytree.hpp"
 #include "tower/static_values.hpp"
 #include "tower/transforms/batch_size.hpp"
+#include "tower/transforms/fused_fixed.hpp"
 #include "tower/transforms/fused_vmap.hpp"
 #include "tower/transforms/options.hpp"
 #include "tower/transforms/runtime_function.hpp"
@@ -145,7 +146,9 @@ struct vmap_transform {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    if constexpr (!decltype(check<A...>())::value) {
+    if constexpr (detail::fused_fixed::involved<InDims, A...>()) {
+      return run_fixed(a...);  // tw::fixed_rows in in_dims, or tw::fixed arguments (fused_fixed.hpp)
+    } else if constexpr (!decltype(check<A...>())::value) {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
@@ -171,6 +174,26 @@ struct vmap_transform {
   }
 
  private:
+  /// vmap with tw::fixed_rows entries or tw::fixed arguments: the per-example loop on fixed
+  /// values when it applies, else this vmap on tensors with each fixed_rows<N> entry 0.
+  template <class... A>
+  auto run_fixed(const A&... a) const {
+    namespace ff = detail::fused_fixed;
+    auto on_tensors = [&] {
+      const auto plain_in = ff::plain_in_dims(in);
+      const vmap_transform<F, std::remove_cvref_t<decltype(plain_in)>, OutDims, Strategy, Floor> v{f, plain_in, out, opts};
+      return [&]<std::size_t... I>(std::index_sequence<I...>) { return v(ff::plain_arg<InDims, I>(a)...); }(std::index_sequence_for<A...>{});
+    };
+    if constexpr (!std::is_same_v<Strategy, strategy::batched_t> && !std::is_same_v<Strategy, strategy::packets_t> &&
+                  ff::applies<F, InDims, A...>()) {
+      if constexpr (std::is_same_v<decltype(ff::run<F, InDims>(f, out, 1, a...)), decltype(on_tensors())>) {
+        if (opts.chunk_size <= 0 && opts.randomness == randomness_kind::error)
+          if (const std::int64_t bs = ff::batch_size<InDims>(a...); bs > 0) return ff::run<F, InDims>(f, out, bs, a...);
+      }
+    }
+    return on_tensors();
+  }
+
   /// The fused and packet forms (fused_vmap.hpp) take in_dims entries that are ints or none for
   /// plain arguments; nested entries, an int for every argument and pytrees take the batched form.
   template <class... A>

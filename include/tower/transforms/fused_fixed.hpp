@@ -1,0 +1,238 @@
+#pragma once
+// vmap with tw::fixed_rows<N> in in_dims, or with tw::fixed arguments (fixed.hpp).
+//
+//   auto forces = tw::vmap(tw::grad(energy), tw::in_dims(tw::fixed_rows<3>));     // R: [B, 3]
+//   auto grads = tw::vmap(tw::grad(loss), tw::in_dims(tw::none, tw::fixed_rows<16>, 0));
+//   grads(w, X, Y);   // w: tw::fixed<double, 16>, X: [B, 16], Y: [B]  ->  [B, 16]
+//
+// When f is grad(g), grad_and_value(g), jacrev(g), jacfwd(g) or hessian(g) and g runs on numbers
+// and fixed vectors (the transform's forward_ok), vmap runs one loop over examples: row b of each fixed_rows argument is loaded as a
+// tw::fixed<T, N>, element b of each other batched argument (1-D) as a number, grad runs without
+// a tape, and each result is stored straight into its [B, ...] output. After inlining this is
+// the loop one writes by hand, and the compiler vectorises it across examples.
+//
+// Otherwise (another f, a strategy that asks for batching rules, chunk_size or randomness, other
+// shapes) vmap runs as if each fixed_rows<N> entry were 0 and each fixed argument a tensor, after
+// checking that a fixed_rows argument is [B, N]. Both give the same numbers and types.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tower/fixed.hpp"
+#include "tower/kernels.hpp"
+#include "tower/tensor.hpp"
+#include "tower/transforms/fused_vmap.hpp"
+#include "tower/transforms/options.hpp"
+
+namespace tower::detail::fused_fixed {
+
+template <class InDims>
+using dims_tuple_t = std::remove_cvref_t<decltype(std::declval<InDims>().dims)>;
+
+template <class InDims, std::size_t I>
+using entry_t = std::remove_cvref_t<std::tuple_element_t<I, dims_tuple_t<InDims>>>;
+
+/// Whether vmap with these in_dims and arguments goes through this header.
+template <class InDims, class... A>
+constexpr bool involved() {
+  if constexpr (std::is_same_v<InDims, in_dims_all_t>) return (is_fixed_v<A> || ...);
+  else return []<class... D>(std::type_identity<std::tuple<D...>>) {
+    return (is_fixed_rows_v<D> || ...);
+  }(std::type_identity<dims_tuple_t<InDims>>{}) || (is_fixed_v<A> || ...);
+}
+
+/// The value f sees for argument I per example, on the fixed path.
+template <class InDims, std::size_t I, class X>
+auto example_type() {
+  using D = entry_t<InDims, I>;
+  if constexpr (is_fixed_rows_v<D>) return std::type_identity<fixed<kernels::element_t<X>, D::size>>{};
+  else if constexpr (std::is_same_v<D, none_t>) return std::type_identity<std::remove_cvref_t<X>>{};
+  else return std::type_identity<kernels::element_t<X>>{};
+}
+template <class InDims, std::size_t I, class X>
+using example_t = typename decltype(example_type<InDims, I, X>())::type;
+
+/// Per-example results on this path: numbers and fixed values, or a std::tuple of them.
+template <class R> constexpr std::size_t components() {
+  if constexpr (requires { typename std::tuple_size<R>::type; }) return std::tuple_size_v<R>;
+  else return 1;
+}
+template <std::size_t K, class R>
+const auto& component(const R& r) {
+  if constexpr (requires { typename std::tuple_size<R>::type; }) return std::get<K>(r);
+  else return r;
+}
+template <class C>
+inline constexpr bool storable_v = std::is_arithmetic_v<fixeds::scalar_t<C>>;
+
+/// Whether every component of R is storable.
+template <class R>
+constexpr bool flat_result() {
+  return []<std::size_t... K>(std::index_sequence<K...>) {
+    return (storable_v<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>> && ...);
+  }(std::make_index_sequence<components<R>()>{});
+}
+
+/// Whether the fixed path can run at all for these types: in_dims of fixed_rows, ints and none
+/// (no nesting), tensors for batched arguments, numbers and fixed values for the others, and f a
+/// transform (grad, jacrev, jacfwd, hessian) whose tape-free path takes the per-example values.
+template <class F, class InDims, class... A>
+constexpr bool applies() {
+  if constexpr (std::is_same_v<InDims, in_dims_all_t> || !requires { F::forward_path; }) {
+    return false;
+  } else if constexpr (std::tuple_size_v<dims_tuple_t<InDims>> != sizeof...(A)) {
+    return false;
+  } else {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      constexpr bool shapes_ok = ([] {
+        using D = entry_t<InDims, I>;
+        using X = std::remove_cvref_t<A>;
+        if constexpr (std::is_same_v<D, none_t>) return std::is_arithmetic_v<X> || (is_fixed_v<X> && std::is_arithmetic_v<fixeds::scalar_t<X>>);
+        else if constexpr (is_fixed_rows_v<D> || std::is_integral_v<D>) return is_tensor_v<X>;
+        else return false;
+      }() && ...);
+      if constexpr (!shapes_ok) return false;
+      else if constexpr (!F::template forward_ok<example_t<InDims, I, A>...>()) return false;
+      else return flat_result<decltype(std::declval<const F&>().forward_body(true, std::declval<const example_t<InDims, I, A>&>()...))>();
+    }(std::index_sequence_for<A...>{});
+  }
+}
+
+/// The batch size if every batched argument has the shape the fixed path needs ([B, N] for
+/// fixed_rows<N>, [B] for an int entry), else -1 (vmap then takes the tensor path, whose checks
+/// report any mismatch).
+template <class InDims, class... A>
+std::int64_t batch_size(const A&... a) {
+  std::int64_t bs = -1;
+  bool ok = true;
+  auto one = [&]<std::size_t I, class X>(std::integral_constant<std::size_t, I>, const X& x) {
+    using D = entry_t<InDims, I>;
+    if constexpr (!std::is_same_v<D, none_t>) {
+      std::int64_t n = -1;
+      if constexpr (is_fixed_rows_v<D>) {
+        if (x.dim() == 2 && x.size(1) == D::size) n = x.size(0);
+      } else {
+        if (x.dim() == 1) n = x.size(0);
+      }
+      if (n < 0 || (bs >= 0 && n != bs)) ok = false;
+      bs = n;
+    }
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (one(std::integral_constant<std::size_t, I>{}, a), ...); }(std::index_sequence_for<A...>{});
+  return ok && bs > 0 ? bs : -1;
+}
+
+/// One output: [B, shape of C] numbers, written example by example.
+template <class C>
+struct column {
+  using T = fixeds::scalar_t<C>;
+  static constexpr std::int64_t width = fixeds::numel<C>();
+  buffer<T> data;
+  explicit column(std::int64_t bs) : data(static_cast<std::size_t>(bs * width)) {}
+  [[gnu::always_inline]] inline void store(std::int64_t b, const C& c) {
+    T* o = data.data() + b * width;
+    [&]<std::size_t... E>(std::index_sequence<E...>) {
+      ((o[E] = static_cast<T>(fixeds::flat<E>(c))), ...);
+    }(std::make_index_sequence<static_cast<std::size_t>(width)>{});
+  }
+  tensor<T> finish(std::int64_t bs, std::int64_t out_dim) {
+    shape_t s{bs};
+    if constexpr (is_fixed_v<C>) {
+      const shape_t e = fixed_shape<C>();
+      s.insert(s.end(), e.begin(), e.end());
+    }
+    tensor<T> t(s, std::move(data));
+    const std::int64_t d = tensor<T>::normalize_dim(out_dim, static_cast<std::int64_t>(s.size()));
+    return d == 0 ? t : kernels::movedim(t, 0, d);
+  }
+};
+
+/// The loop: example b's arguments loaded from the batched tensors, grad's tape-free body, the
+/// results stored. Blocks of 64 examples keep the inner loop's trip count fixed (GCC vectorises
+/// such loops at -O2); `flatten` inlines f and every op into it.
+template <class F, class InDims, class OutDims, class... A>
+[[gnu::flatten]] auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
+  auto src = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple([&]() {
+      if constexpr (std::is_same_v<entry_t<InDims, I>, none_t>) return &a;
+      else return a.data();
+    }()...);
+  }(std::index_sequence_for<A...>{});
+  const bool prev = is_grad_enabled();
+  enable_grad on;
+  auto example = [&](std::int64_t b) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return f.forward_body(prev, [&]() -> decltype(auto) {
+        using D = entry_t<InDims, I>;
+        const auto* p = std::get<I>(src);
+        if constexpr (std::is_same_v<D, none_t>) {
+          return *p;
+        } else if constexpr (is_fixed_rows_v<D>) {
+          const auto* row = p + b * D::size;
+          return fixeds::generate<example_t<InDims, I, A>>([&](auto k) { return row[decltype(k)::value]; });
+        } else {
+          return p[b];
+        }
+      }()...);
+    }(std::index_sequence_for<A...>{});
+  };
+  using R = std::remove_cvref_t<decltype(example(0))>;
+  constexpr std::size_t C = components<R>();
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    static_assert((storable_v<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>> && ...),
+                  "vmap: internal: the fixed path's per-example results must be numbers or tw::fixed values");
+    std::tuple<column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>...> cols{
+        column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>(bs)...};
+    auto put = [&](std::int64_t b) {
+      const R r = example(b);
+      (std::get<K>(cols).store(b, component<K>(r)), ...);
+    };
+    constexpr std::int64_t block = 64;
+    std::int64_t i = 0;
+    for (; i + block <= bs; i += block) {
+TOWER_NO_ALIAS_LOOP
+      for (std::int64_t j = 0; j < block; ++j) put(i + j);
+    }
+    for (; i < bs; ++i) put(i);
+    auto results = std::make_tuple(std::get<K>(cols).finish(bs, fused::out_dim<OutDims, K>(out))...);
+    if constexpr (C == 1 && !requires { typename std::tuple_size<R>::type; }) return std::get<0>(std::move(results));
+    else return results;
+  }(std::make_index_sequence<C>{});
+}
+
+/// The in_dims for the tensor path: each fixed_rows<N> entry becomes 0.
+template <class InDims>
+auto plain_in_dims(const InDims& in) {
+  if constexpr (std::is_same_v<InDims, in_dims_all_t>) {
+    return in;
+  } else {
+    return std::apply([](const auto&... d) {
+      return in_dims_t<std::conditional_t<is_fixed_rows_v<decltype(d)>, std::int64_t, std::remove_cvref_t<decltype(d)>>...>{{[&] {
+        if constexpr (is_fixed_rows_v<decltype(d)>) return std::int64_t{0};
+        else return d;
+      }()...}};
+    }, in.dims);
+  }
+}
+
+/// An argument for the tensor path: a fixed value as a tensor, after checking a fixed_rows
+/// argument's shape.
+template <class InDims, std::size_t I, class X>
+auto plain_arg(const X& x) {
+  if constexpr (!std::is_same_v<InDims, in_dims_all_t>) {
+    using D = entry_t<InDims, I>;
+    if constexpr (is_fixed_rows_v<D>) {
+      static_assert(is_tensor_v<X>, "vmap: an argument with in_dims entry tw::fixed_rows<N> must be a tensor of shape [B, N]");
+      if (x.dim() != 2 || x.size(1) != D::size)
+        throw error("vmap: in_dims entry fixed_rows<" + std::to_string(D::size) + "> needs a tensor of shape [B, " +
+                    std::to_string(D::size) + "], got " + detail::shape_str(x.shape()));
+    }
+  }
+  if constexpr (is_fixed_v<X>) return to_tensor(x);
+  else return x;
+}
+
+}  // namespace tower::detail::fused_fixed
