@@ -76,6 +76,24 @@ constexpr bool flat_result() {
   }(std::make_index_sequence<components<R>()>{});
 }
 
+/// Whether argument I (of type X) has a type the fixed path takes for its in_dims entry.
+template <class InDims, std::size_t I, class X>
+constexpr bool arg_ok() {
+  using D = entry_t<InDims, I>;
+  if constexpr (std::is_same_v<D, none_t>) return std::is_arithmetic_v<X> || (is_fixed_v<X> && std::is_arithmetic_v<fixeds::scalar_t<X>>);
+  else if constexpr (is_fixed_rows_v<D> || std::is_integral_v<D>) return is_tensor_v<X>;
+  else return false;
+}
+
+/// Whether f's forward path takes the per-example values and returns numbers or fixed values.
+// (Function templates, not lambdas folded over packs: clang 14 crashes on those.)
+template <class F, class InDims, std::size_t... I, class... A>
+constexpr bool runs_per_example(std::index_sequence<I...>, std::type_identity<std::tuple<A...>>) {
+  if constexpr (!(arg_ok<InDims, I, std::remove_cvref_t<A>>() && ...)) return false;
+  else if constexpr (!F::template forward_ok<example_t<InDims, I, A>...>()) return false;
+  else return flat_result<decltype(std::declval<const F&>().forward_body(true, std::declval<const example_t<InDims, I, A>&>()...))>();
+}
+
 /// A transform with a forward path (grad, grad_and_value, jacrev, jacfwd) of a function that is
 /// not itself one. Second order (hessian = jacfwd(jacrev(f)), grad of grad) takes the tensor path:
 /// nested forward mode per example carries n^2 numbers per value through every op and compiles to
@@ -97,18 +115,7 @@ constexpr bool applies() {
   } else if constexpr (std::tuple_size_v<dims_tuple_t<InDims>> != sizeof...(A)) {
     return false;
   } else {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      constexpr bool shapes_ok = ([] {
-        using D = entry_t<InDims, I>;
-        using X = std::remove_cvref_t<A>;
-        if constexpr (std::is_same_v<D, none_t>) return std::is_arithmetic_v<X> || (is_fixed_v<X> && std::is_arithmetic_v<fixeds::scalar_t<X>>);
-        else if constexpr (is_fixed_rows_v<D> || std::is_integral_v<D>) return is_tensor_v<X>;
-        else return false;
-      }() && ...);
-      if constexpr (!shapes_ok) return false;
-      else if constexpr (!F::template forward_ok<example_t<InDims, I, A>...>()) return false;
-      else return flat_result<decltype(std::declval<const F&>().forward_body(true, std::declval<const example_t<InDims, I, A>&>()...))>();
-    }(std::index_sequence_for<A...>{});
+    return runs_per_example<F, InDims>(std::index_sequence_for<A...>{}, std::type_identity<std::tuple<A...>>{});
   }
 }
 
