@@ -84,19 +84,6 @@ void bm_tower_static(benchmark::State& st) {
   }
 }
 
-// The same f with each row of X handed to it as a tw::fixed<double, 8> (in_dims fixed_rows<8>):
-// one loop over examples, forward over forward mode without tensors.
-void bm_tower_static_fixed(benchmark::State& st) {
-  auto& D = get();
-  auto hessians = tw::vmap(tw::hessian(f), tw::in_dims(tw::fixed_rows<N>));
-  tw::tensor<double> H = hessians(D.X);
-  check_close("tower static fixed", H.data(), D.ref.data(), D.ref.size());
-  for (auto _ : st) {
-    H = hessians(D.X);
-    benchmark::DoNotOptimize(H.data());
-  }
-}
-
 void bm_tower_runtime(benchmark::State& st) {
   auto& D = get();
   using tw::dyn::value;
@@ -194,7 +181,6 @@ BENCHMARK(bm_adolc)->Name("hessian_r8/adolc")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_hand)->Name("hessian_r8/hand")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_static<tw::strategy::automatic_t>)->Name("hessian_r8/tower_static")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_static<tw::strategy::batched_t>)->Name("hessian_r8/tower_static_batched")->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_tower_static_fixed)->Name("hessian_r8/tower_static_fixed")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_runtime)->Name("hessian_r8/tower_runtime")->Unit(benchmark::kMillisecond);
 #if TOWER_BENCH_HAVE_SACADO
 BENCHMARK(bm_forward_forward<Sacado::Fad::SFad<double, N>, Sacado::Fad::SFad<Sacado::Fad::SFad<double, N>, N>>)
