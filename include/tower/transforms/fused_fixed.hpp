@@ -173,12 +173,7 @@ struct column {
 /// such loops at -O2); `flatten` inlines f and every op into it.
 template <class F, class InDims, class OutDims, class... A>
 [[gnu::flatten]] auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
-  auto src = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return std::make_tuple([&]() {
-      if constexpr (std::is_same_v<entry_t<InDims, I>, none_t>) return &a;
-      else return a.data();
-    }()...);
-  }(std::index_sequence_for<A...>{});
+  auto src = fused::sources<InDims>(a...);
   const bool prev = is_grad_enabled();
   enable_grad on;
   auto example = [&](std::int64_t b) {

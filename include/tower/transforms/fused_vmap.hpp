@@ -455,17 +455,24 @@ struct number_sink {
   }
 };
 
+/// Where example b of each argument is read: a batched tensor's data (contiguous, batch in dim 0),
+/// or the unbatched argument itself.
+template <class InDims, class... A>
+auto sources(const A&... a) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple([&]() {
+      if constexpr (is_batched_arg_v<InDims, I>) return a.data();
+      else return &a;
+    }()...);
+  }(std::index_sequence_for<A...>{});
+}
+
 /// The per-example form on numbers with grad's tape-free path: one loop over examples of
 /// straight-line code, writing each result straight into its output, so the compiler can keep
 /// it in registers and vectorise it (`flatten` inlines f, its ops and the loop body into it).
 template <class F, class InDims, class OutDims, class... A>
 [[gnu::flatten]] auto run_forward(const F& f, const InDims&, const OutDims& out, std::int64_t bs, const A&... a) {
-  auto src = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return std::make_tuple([&]() {
-      if constexpr (is_batched_arg_v<InDims, I>) return a.data();  // 1-D, contiguous
-      else return &a;
-    }()...);
-  }(std::index_sequence_for<A...>{});
+  auto src = sources<InDims>(a...);  // batched: 1-D, contiguous
   const bool prev = is_grad_enabled();
   enable_grad on;
   auto example = [&](std::int64_t b) {

@@ -215,8 +215,27 @@ auto vjp(F f, const P&... primals) {
 namespace detail {
 /// The entry shared by jacrev and jacfwd: type-erased functions get dyn::values; on the static
 /// path the level check runs once here, and Derived::body<Floor> builds the Jacobian.
-template <class Derived, class F>
+template <class Derived, class F, int... I>
 struct jacobian_entry {
+  static constexpr bool forward_path = true;  // forward_ok, forward_body (vmap's fused_fixed.hpp)
+  /// Whether the forward path (detail::forward_jacobian) takes these arguments.
+  template <class... A>
+  static constexpr bool forward_ok() {
+    if constexpr (sizeof...(I) != 1) return false;
+    else return forward_jacobian<F, I...>::template ok<A...>();
+  }
+  /// The forward path with grad mode on; `prev` is the mode outside (vmap's fused loop sets it once).
+  template <class... A>
+  auto forward_body(bool prev, const A&... a) const {
+    return forward_jacobian<F, I...>::run(static_cast<const Derived&>(*this).f, prev, a...);
+  }
+  template <class... A>
+  auto forward(const A&... a) const {
+    const bool prev = is_grad_enabled();
+    enable_grad on;
+    return forward_body(prev, a...);
+  }
+
   template <class... A>
   auto operator()(const A&... a) const {
     const auto& self = static_cast<const Derived&>(*this);
@@ -242,26 +261,10 @@ template <class F, class Argnums>
 struct jacrev_transform;
 
 template <class F, int... I>
-struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_transform<F, argnums_t<I...>>, F> {
+struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_transform<F, argnums_t<I...>>, F, I...> {
   F f;
   static constexpr const char* name = "jacrev";
 
-  static constexpr bool forward_path = true;  // forward_ok, forward_body (vmap's fused_fixed.hpp)
-  /// Whether the forward path (detail::forward_jacobian) takes these arguments.
-  template <class... A>
-  static constexpr bool forward_ok() {
-    if constexpr (sizeof...(I) != 1) return false;
-    else return detail::forward_jacobian<F, I...>::template ok<A...>();
-  }
-  /// The forward path with grad mode on; `prev` is the mode outside (vmap's fused loop sets it once).
-  template <class... A>
-  auto forward_body(bool prev, const A&... a) const { return detail::forward_jacobian<F, I...>::run(f, prev, a...); }
-  template <class... A>
-  auto forward(const A&... a) const {
-    const bool prev = is_grad_enabled();
-    enable_grad on;
-    return forward_body(prev, a...);
-  }
 
   /// The static checks, as a class so they fire before the body is instantiated.
   template <class... A>
@@ -299,26 +302,10 @@ template <class F, class Argnums>
 struct jacfwd_transform;
 
 template <class F, int... I>
-struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_transform<F, argnums_t<I...>>, F> {
+struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_transform<F, argnums_t<I...>>, F, I...> {
   F f;
   static constexpr const char* name = "jacfwd";
 
-  static constexpr bool forward_path = true;  // forward_ok, forward_body (vmap's fused_fixed.hpp)
-  /// Whether the forward path (detail::forward_jacobian) takes these arguments.
-  template <class... A>
-  static constexpr bool forward_ok() {
-    if constexpr (sizeof...(I) != 1) return false;
-    else return detail::forward_jacobian<F, I...>::template ok<A...>();
-  }
-  /// The forward path with grad mode on; `prev` is the mode outside (vmap's fused loop sets it once).
-  template <class... A>
-  auto forward_body(bool prev, const A&... a) const { return detail::forward_jacobian<F, I...>::run(f, prev, a...); }
-  template <class... A>
-  auto forward(const A&... a) const {
-    const bool prev = is_grad_enabled();
-    enable_grad on;
-    return forward_body(prev, a...);
-  }
 
   /// The static checks, as a class so they fire before the body is instantiated.
   template <class... A>
