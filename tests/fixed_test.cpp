@@ -138,6 +138,32 @@ TEST_CASE("fixed: grad mode and nesting") {
   CHECK(tw::grad(h)(0.7) == Approx(std::cos(0.7) + std::cos(0.49) * 1.4));
 }
 
+TEST_CASE("fixed: scaled tangents keep structural zeros and no_grad zeros exact") {
+  // An op with one tangent-carrying argument scales the tangents (scalar_dual.hpp). sqrt at 0 has
+  // an infinite scale; the element it does not depend on keeps an exact 0, not inf * 0 = NaN.
+  const auto g = tw::grad([](auto v) { return tw::sqrt(v[0]); })(tw::fixed<double, 2>{0.0, 1.0});
+  CHECK(std::isinf(g[0]));
+  CHECK(g[1] == 0.0);
+  CHECK_FALSE(std::signbit(g[1]));
+  // The same through a chain of unary ops after a sum (one scale per op), against the tape.
+  auto chain = [](auto v) { return tw::log(1.0 + tw::exp(-(2.0 * tw::sum(v * v)))); };
+  const tw::fixed<double, 3> p{0.3, -0.2, 0.9};
+  const auto gf = tw::grad(chain)(p);
+  const auto gt = tw::grad(chain)(tw::to_tensor(p));
+  for (int k = 0; k < 3; ++k) CHECK(gf[static_cast<std::size_t>(k)] == Approx(gt.data()[k]).epsilon(1e-14));
+  // Under no_grad an infinite partial gives no tangent at all.
+  auto h = [](auto v) {
+    auto c = [&] {
+      tw::no_grad off;
+      return tw::sqrt(v[0]);
+    }();
+    return c + v[0] + v[1];
+  };
+  const auto gh = tw::grad(h)(tw::fixed<double, 2>{0.0, 4.0});
+  CHECK(gh[0] == 1.0);
+  CHECK(gh[1] == 1.0);
+}
+
 TEST_CASE("fixed: jacrev, jacfwd and hessian run forward mode on fixed values, as on tensors") {
   auto g = [](auto v) { return tw::tanh(v * v) * tw::sum(tw::sin(v)); };  // R^3 -> R^3
   auto f = [](auto v) { return tw::log(1.0 + tw::sum(v * v)) + tw::sum(tw::sin(v)); };  // R^3 -> R

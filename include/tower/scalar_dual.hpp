@@ -6,6 +6,9 @@
 // An op on scalar_duals runs its kernel on the values and its VJP rule with a unit cotangent,
 // which gives the op's local partial derivatives, then pushes the N tangents through them:
 //   out.d[k] = sum_i (d out / d x_i) x_i.d[k]
+// On numbers (first order) the tangents are stored scaled, s * d[k], and an op with one argument
+// carrying tangents multiplies s only: a chain of unary ops after a dot product costs one product
+// per op, not N, as in hand-written code (which forms the scalar factor first).
 // Everything is straight-line code on numbers with no tape and no allocation, so once inlined the
 // compiler keeps it in registers and vectorises a loop of it over examples (vmap's fused form).
 // T may itself be a scalar_dual: grad(grad(f)) on numbers is forward over forward, and a value of
@@ -31,6 +34,15 @@ namespace tower {
 template <class Op, class... A>
 auto call_op(const Op& op, const A&... a);  // op.hpp
 
+namespace detail::duals {
+/// The scale of a scalar_dual of numbers; nested scalar_duals keep their tangents unscaled.
+struct unit_scale {
+  constexpr unit_scale() = default;
+  constexpr explicit unit_scale(double) {}
+};
+template <class T> using scale_t = std::conditional_t<std::is_arithmetic_v<T>, T, unit_scale>;
+}  // namespace detail::duals
+
 template <class T, int N>
 struct scalar_dual {
   static_assert(N >= 1 && N <= 32, "scalar_dual: 1 to 32 directions");
@@ -42,6 +54,8 @@ struct scalar_dual {
   /// the same through loops; in straight-line code it is a constant after inlining, and the
   /// products with structural zeros fold away (a seed x with tangent e_k costs one product, not N).
   std::uint32_t nonzero = ~std::uint32_t{0};
+  /// Tangent k is s * d[k] (see the header comment); read it with duals::tangent<k>.
+  [[no_unique_address]] detail::duals::scale_t<T> s = detail::duals::scale_t<T>(1.0);
 };
 
 template <class X> struct is_scalar_dual : std::false_type {};
@@ -79,6 +93,22 @@ T lift(const X& x) {
   } else {
     return static_cast<T>(x);
   }
+}
+
+/// Tangent K of x: s * d[K], or the structural zero -0.0 when bit K of the mask is clear (not
+/// s * -0.0, which is NaN when s is infinite: sqrt at 0 has no effect on an unrelated input).
+template <std::size_t K, class T, int N>
+T tangent(const scalar_dual<T, N>& x) {
+  if constexpr (std::is_arithmetic_v<T>) return (x.nonzero >> K) & 1u ? x.s * x.d[K] : T(-0.0);
+  else return x.d[K];
+}
+
+/// A T-valued scalar_dual with tangent e_Own: an argument's element seeded in its own direction.
+template <class T, int N, std::size_t Own>
+scalar_dual<T, N> seed(const T& v) {
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return scalar_dual<T, N>{v, {lift<T>(K == Own ? 1.0 : -0.0)...}, std::uint32_t{1} << Own};
+  }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
 }
 
 /// The number under every level of x.
@@ -126,28 +156,46 @@ template <class Op> struct dual_rule {};
 
 /// D from an op's value and its local partials: out.d[k] = sum over the arguments carrying D's
 /// tangents of partial_i * x_i.d[k], unrolled (a loop here would stop vmap's fused loop from
-/// vectorising). Under tw::no_grad the tangents are zeros, chosen without a branch (a branch would
-/// make the fused loop's loads conditional).
+/// vectorising). With one such argument on numbers, out keeps its d and scales s instead.
+/// Under tw::no_grad the tangents are zeros, chosen without a branch (a branch would make the
+/// fused loop's loads conditional); the mask stays the union of the arguments' masks, a constant
+/// after inlining, so that reading a tangent (duals::tangent) never branches either.
 template <class D, class T, class P, class... A>
 D push_tangents(const T& out, const P& partials, const A&... a) {
   constexpr auto carried = duals::carried_positions<D, A...>();
+  constexpr auto directions = std::make_index_sequence<static_cast<std::size_t>(D::directions)>{};
   const auto args = std::forward_as_tuple(a...);
+  const bool on = is_grad_enabled();
   // -0.0 is the structural zero: x + (-0.0) is x for every x, so the compiler drops those sums.
   const T zero = duals::lift<T>(-0.0);
-  auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>, std::integral_constant<std::size_t, J>) {
-    const auto& x = std::get<carried.first[J]>(args);
-    return (x.nonzero >> K) & 1u ? T(std::get<carried.first[J]>(partials) * x.d[K]) : zero;
-  };
-  auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K> k, std::index_sequence<J...>) {
-    return (... + term(k, std::integral_constant<std::size_t, J>{}));
-  };
-  const bool on = is_grad_enabled();
-  const std::uint32_t nonzero = on ? [&]<std::size_t... J>(std::index_sequence<J...>) {
+  const std::uint32_t nonzero = [&]<std::size_t... J>(std::index_sequence<J...>) {
     return (0u | ... | std::get<carried.first[J]>(args).nonzero);
-  }(std::make_index_sequence<carried.second>{}) : 0u;
-  return [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}, nonzero};
-  }(std::make_index_sequence<static_cast<std::size_t>(D::directions)>{});
+  }(std::make_index_sequence<carried.second>{});
+  // The factor argument J's stored d is multiplied by: its partial, times its scale on numbers.
+  auto factor = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) -> T {
+    const auto& x = std::get<carried.first[J]>(args);
+    if constexpr (std::is_arithmetic_v<T>) return std::get<carried.first[J]>(partials) * x.s;
+    else return std::get<carried.first[J]>(partials);
+  };
+  if constexpr (std::is_arithmetic_v<T> && carried.second == 1) {
+    const auto& x = std::get<carried.first[0]>(args);
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      D r{out, {(on ? x.d[K] : zero)...}, nonzero};
+      r.s = on ? factor(std::integral_constant<std::size_t, 0>{}) : T(1);
+      return r;
+    }(directions);
+  } else {
+    auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>, std::integral_constant<std::size_t, J> j) {
+      const auto& x = std::get<carried.first[J]>(args);
+      return (x.nonzero >> K) & 1u ? T(factor(j) * x.d[K]) : zero;
+    };
+    auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K> k, std::index_sequence<J...>) {
+      return (... + term(k, std::integral_constant<std::size_t, J>{}));
+    };
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}, nonzero};
+    }(directions);
+  }
 }
 
 /// An op on scalar_duals (call_op routes here): the kernel on the values, the local partials from

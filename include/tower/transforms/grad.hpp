@@ -161,8 +161,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     };
     auto direction = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) -> X {
       if constexpr (!std::is_same_v<V, D>) return du::lift<X>(0.0);
-      else if constexpr (std::is_arithmetic_v<X>) return value.d[K] + X(0);  // a structural zero is -0.0: +0.0 as the tape gives
-      else return outside(value.d[K]);
+      else if constexpr (std::is_arithmetic_v<X>) return du::tangent<K>(value) + X(0);  // a structural zero is -0.0: +0.0 as the tape gives
+      else return outside(du::tangent<K>(value));
     };
     // The gradient of the J-th differentiated argument: its directions, shaped like it.
     auto grad_of = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
@@ -232,11 +232,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       using X = forward_input_t<A...>;
       constexpr int n = directions<A...>();
       constexpr std::size_t first = offset<detail::index_of<static_cast<int>(K), I...>(), A...>();
-      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) {
-        return [&]<std::size_t... J>(std::index_sequence<J...>) {
-          return scalar_dual<X, n>{v, {du::lift<X>(J == Own ? 1.0 : -0.0)...}, std::uint32_t{1} << Own};
-        }(std::make_index_sequence<static_cast<std::size_t>(n)>{});
-      };
+      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) { return du::seed<X, n, Own>(v); };
       if constexpr (is_fixed_v<arg_t<K, A...>>)
         return detail::fixeds::generate<arg_t<K, A...>>([&](auto k) {
           return seed(detail::fixeds::flat<decltype(k)::value>(x), std::integral_constant<std::size_t, first + decltype(k)::value>{});

@@ -122,11 +122,7 @@ struct forward_jacobian {
     } else {
       using X = input_t<A...>;
       constexpr int n = directions<A...>;
-      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) {
-        return [&]<std::size_t... D>(std::index_sequence<D...>) {
-          return scalar_dual<X, n>{v, {duals::lift<X>(D == Own ? 1.0 : -0.0)...}, std::uint32_t{1} << Own};
-        }(std::make_index_sequence<static_cast<std::size_t>(n)>{});
-      };
+      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) { return duals::seed<X, n, Own>(v); };
       if constexpr (is_fixed_v<arg_t<A...>>)
         return fixeds::generate<arg_t<A...>>([&](auto k) { return seed(fixeds::flat<decltype(k)::value>(x), k); });
       else
@@ -176,8 +172,8 @@ struct forward_jacobian {
     auto tangent = [&]<std::size_t D>(const auto& y, std::integral_constant<std::size_t, D>) -> X {
       using Y = std::remove_cvref_t<decltype(y)>;
       if constexpr (is_scalar_dual_v<Y> && std::is_same_v<typename Y::value_type, X>) {
-        if constexpr (std::is_arithmetic_v<X>) return y.d[D] + X(0);  // a structural zero is -0.0: +0.0
-        else return outside(y.d[D]);
+        if constexpr (std::is_arithmetic_v<X>) return duals::tangent<D>(y) + X(0);  // a structural zero is -0.0: +0.0
+        else return outside(duals::tangent<D>(y));
       } else {
         return duals::lift<X>(0.0);
       }
