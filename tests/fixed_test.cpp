@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "tests/check.hpp"
@@ -53,6 +54,8 @@ TEST_CASE("fixed: errors name the op and the shapes") {
   // fixed_rows<N> needs [B, N].
   auto f = tw::vmap(tw::grad([](auto x) { return tw::sum(x * x); }), tw::in_dims(tw::fixed_rows<3>));
   REQUIRE_THROWS_WITH(f(tw::tensor<double>({2, 2}, {1, 2, 3, 4})), Catch::Contains("vmap: in_dims entry fixed_rows<3> needs a tensor of shape [B, 3], got [2, 2]"));
+  REQUIRE_THROWS_WITH(f(tw::dyn::value(tw::tensor<double>({2, 2}, {1, 2, 3, 4}))),
+                      Catch::Contains("vmap: in_dims entry fixed_rows<3> needs a tensor of shape [B, 3], got [2, 2]"));
   // Batch sizes that differ: the tensor path reports them as it always does.
   auto g = tw::vmap(tw::grad([](auto x, auto y) { return tw::sum(x * y); }), tw::in_dims(tw::fixed_rows<2>, 0));
   REQUIRE_THROWS_AS(g(tw::tensor<double>({2, 2}, {1, 2, 3, 4}), tw::tensor<double>({3}, {1, 2, 3})), tw::error);
@@ -90,6 +93,10 @@ TEST_CASE("fixed_rows: the loop and the tensor path agree for every form vmap ma
   CHECK(fixed_calls == B);
   require_close(tw::vmap(tw::grad(counted), in, tw::strategy::batched)(R), E, 1e-12);
   CHECK(fixed_calls == B);
+  // A type-erased f (the runtime path) under fixed_rows takes vmap's tensor path: same numbers.
+  std::function<tw::dyn::value(tw::dyn::value)> erased = [&](tw::dyn::value r) { return energy(r); };
+  require_close(tw::vmap(tw::grad(erased), in)(R).to_tensor(), E, 1e-12);
+  require_close(tw::vmap(tw::grad(erased), in)(tw::dyn::value(R)).to_tensor(), E, 1e-12);
   // out_dims moves the batch as with tensors.
   require_close(tw::vmap(tw::grad(energy), in, tw::out_dims(1))(R), tw::movedim(E, 0, 1), 1e-12);
   // Not a grad: vmap runs f on tensors, with the same meaning.

@@ -232,14 +232,14 @@ auto plain_in_dims(const InDims& in) {
 }
 
 /// An argument for the tensor path: a fixed value as a tensor, after checking a fixed_rows
-/// argument's shape.
+/// argument's shape (a tensor, or a runtime value holding one).
 template <class InDims, std::size_t I, class X>
 auto plain_arg(const X& x) {
   if constexpr (!std::is_same_v<InDims, in_dims_all_t>) {
     using D = entry_t<InDims, I>;
     if constexpr (is_fixed_rows_v<D>) {
-      static_assert(is_tensor_v<X>, "vmap: an argument with in_dims entry tw::fixed_rows<N> must be a tensor of shape [B, N]");
-      if (x.dim() != 2 || x.size(1) != D::size)
+      static_assert(is_tensor_v<X> || is_dyn_v<X>, "vmap: an argument with in_dims entry tw::fixed_rows<N> must be a tensor of shape [B, N]");
+      if (const shape_t s = shape(x); s.size() != 2 || s[1] != D::size)
         throw error("vmap: in_dims entry fixed_rows<" + std::to_string(D::size) + "> needs a tensor of shape [B, " +
                     std::to_string(D::size) + "], got " + detail::shape_str(x.shape()));
     }
