@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tower/cotangent_seed.hpp"
 #include "tower/op_traits.hpp"
 #include "tower/pytree.hpp"
 #include "tower/static_values.hpp"
@@ -334,8 +335,8 @@ constexpr auto check_grad_result() {
     } else {
       return check_grad_result<Transform, false, std::tuple_element_t<0, D>>();
     }
-  } else if constexpr (is_differentiable_value_v<D>) {
-    return std::true_type{};
+  } else if constexpr (is_differentiable_value_v<D> || detail::is_cotangent_seed_v<D>) {
+    return std::true_type{};  // a cotangent_seed comes from vjp, which checked f's outputs
   } else if constexpr (is_tuple_like_v<D>) {
     TOWER_DIAGNOSE("grad: f must return a scalar, it returns a tuple; to return (value, aux) pass tw::has_aux",
                    make_text(Transform, ": f must return a scalar, it returns ", type_text<D>(),

@@ -16,6 +16,7 @@
 
 #include "dsl/shape_ops.hpp"
 #include "tower/bridge.hpp"
+#include "tower/cotangent_seed.hpp"
 #include "tower/diagnostics.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
@@ -61,6 +62,27 @@ auto unwrap_level(const X& x) {
     else if constexpr (level_of<decltype(leaf)>() == L) return leaf.primal;
     else return leaf;
   }, x);
+}
+
+/// Starts the backward pass of the grad call at level L (tape serial) from cotangents: each
+/// output y of f on that tape gets c as its adjoint (vjp's cotangent_seed). Outputs that do not
+/// depend on the differentiated arguments get nothing; shapes must match exactly.
+template <int L, class C, class Y>
+void seed_cotangents(const C& c, const Y& y, std::uint64_t serial) {
+  if constexpr (requires { std::tuple_size<Y>::value; }) {
+    constexpr bool matches = [] {
+      if constexpr (requires { std::tuple_size<C>::value; }) return std::tuple_size_v<C> == std::tuple_size_v<Y>;
+      else return false;
+    }();
+    static_assert(matches, "vjp: f returns a tuple: the cotangent must be a tuple with one entry per output");
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (seed_cotangents<L>(std::get<K>(c), std::get<K>(y), serial), ...);
+    }(std::make_index_sequence<std::tuple_size_v<Y>>{});
+  } else {
+    require_cotangent_shape(shape(c), shape(y));
+    if constexpr (level_of<Y>() == L)
+      if (y.node && y.serial == serial) y.node->accumulate(c);
+  }
 }
 
 }  // namespace detail
@@ -333,20 +355,26 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     };
     const auto& value = split();
     using V = std::remove_cvref_t<decltype(value)>;
-    if (const shape_t s = shape(value); !s.empty())
-      throw error("grad: f must return a scalar, it returned a value of shape " + detail::shape_str(s));
-
-    if constexpr (is_dyn_v<V>) {
-      // f handed its values to runtime code (bridge.hpp): sweep the runtime graph back to the
-      // bridges, then the static tape.
-      if (value.level() == L && value.get().serial == serial && value.get().node) {
-        detail::bridge_backward(value, serial);
-        tape.backward();
-      }
-    } else if constexpr (level_of<V>() == L) {
-      if (value.node && value.serial == serial) {
-        value.node->accumulate(ones_like(value.primal));
-        tape.backward();
+    if constexpr (detail::is_cotangent_seed_v<V>) {
+      // vjp: each output's adjoint starts at its cotangent (cotangent_seed.hpp).
+      static_assert(!HasAux && !WithValue, "tower: internal: a cotangent_seed is vjp's, without aux or value");
+      detail::seed_cotangents<L>(value.ct, value.out, serial);
+      tape.backward();
+    } else {
+      if (const shape_t s = shape(value); !s.empty())
+        throw error("grad: f must return a scalar, it returned a value of shape " + detail::shape_str(s));
+      if constexpr (is_dyn_v<V>) {
+        // f handed its values to runtime code (bridge.hpp): sweep the runtime graph back to the
+        // bridges, then the static tape.
+        if (value.level() == L && value.get().serial == serial && value.get().node) {
+          detail::bridge_backward(value, serial);
+          tape.backward();
+        }
+      } else if constexpr (level_of<V>() == L) {
+        if (value.node && value.serial == serial) {
+          value.node->accumulate(ones_like(value.primal));
+          tape.backward();
+        }
       }
     }
 

@@ -52,15 +52,35 @@ constexpr auto batch_first_only() {
   return [&]<std::size_t... I>(std::index_sequence<I...>) { return in_dims(0, ((void)I, none)...); }(std::make_index_sequence<N>{});
 }
 
+/// Whether grad can start its backward pass from cotangents C of outputs Y (cotangent_seed.hpp):
+/// outputs on the static tape, or one runtime value on the runtime path (C a runtime value too).
+/// tw::fixed values and scalar_duals (grad's tape-free path), runtime tuples and a static f that
+/// hands back a runtime value (bridge.hpp) take <c, y>.
+template <class C, class Y>
+constexpr bool seedable() {
+  if constexpr (is_dyn_v<C> || is_dyn_v<Y>)
+    return is_dyn_v<C> && is_dyn_v<Y>;
+  else if constexpr (requires { std::tuple_size<Y>::value; })
+    return []<std::size_t... K>(std::index_sequence<K...>) {
+      return (seedable<C, std::remove_cvref_t<std::tuple_element_t<K, Y>>>() && ...);
+    }(std::make_index_sequence<std::tuple_size_v<Y>>{});
+  else
+    return !is_fixed_v<Y> && !is_scalar_dual_v<Y> && !diagnostics::is_failed_v<Y>;
+}
+
 /// The VJP of f at xs for cotangent ct, for the argument indices I... (all when none given):
-/// one gradient, or a tuple of them.
+/// one gradient, or a tuple of them. On the static tape, grad seeds f's outputs with ct.
 template <int Floor, class F, int... I, class C, class... X>
 auto vjp_apply(const F& f, argnums_t<I...>, const C& ct, const X&... xs) {
   constexpr std::size_t N = sizeof...(X);
   auto h = [&f](const auto&... a) {
     auto all = std::tie(a...);
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return inner_product(std::get<N>(all), f(std::get<K>(all)...));
+      const auto& c = std::get<N>(all);
+      auto y = f(std::get<K>(all)...);
+      using Y = decltype(y);
+      if constexpr (seedable<std::remove_cvref_t<decltype(c)>, Y>()) return cotangent_seed<std::remove_cvref_t<decltype(c)>, Y>{c, std::move(y)};
+      else return inner_product(c, y);
     }(std::make_index_sequence<N>{});
   };
   return grad_at<Floor>(h, argnums<I...>)(xs..., ct);

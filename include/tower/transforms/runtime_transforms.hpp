@@ -14,6 +14,7 @@
 
 #include "dsl/layout.hpp"
 #include "dsl/shape_ops.hpp"
+#include "tower/cotangent_seed.hpp"
 #include "tower/dyn_value.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
@@ -236,15 +237,22 @@ auto run_grad(const Call& call, const std::vector<int>& argnums, const std::arra
     wrapped[static_cast<std::size_t>(k)] = wrap(transform_type::grad, level, serial, args[static_cast<std::size_t>(k)], leaves.back());
   }
   auto result = call(wrapped);
+  constexpr bool seeded = tower::detail::is_cotangent_seed_v<decltype(result)>;  // vjp (cotangent_seed.hpp)
   const value& out = [&]() -> const value& {
     if constexpr (HasAux) return std::get<0>(result);
+    else if constexpr (seeded) return result.out;
     else return result;
   }();
-  if (const shape_t s = out.shape(); !s.empty())
+  const value* seed = nullptr;
+  if constexpr (seeded) {
+    tower::detail::require_cotangent_shape(result.ct.shape(), out.shape());
+    seed = &result.ct;
+  } else if (const shape_t s = out.shape(); !s.empty()) {
     throw error("grad: f must return a scalar, it returned a value of shape " + tower::detail::shape_str(s));
+  }
 
   detail::leaf_adjoints adjoint;
-  if (out.level() == level && out.get().serial == serial && out.get().node) adjoint = detail::backward(out);
+  if (out.level() == level && out.get().serial == serial && out.get().node) adjoint = detail::backward(out, seed);
   using Aux = std::conditional_t<HasAux, std::tuple_element_t<1, std::conditional_t<HasAux, decltype(result), std::tuple<value, value>>>, value>;
   grad_result<Aux> r;
   for (std::size_t j = 0; j < argnums.size(); ++j) {

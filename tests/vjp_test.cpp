@@ -1,0 +1,93 @@
+// vjp starts grad's backward pass at the cotangent (cotangent_seed.hpp) instead of
+// differentiating <u, f(x)>: the numbers, the shape check, tuple outputs, outputs that do not
+// depend on x, and derivatives with respect to the cotangent itself, on both paths.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <tuple>
+
+#include "tests/check.hpp"
+#include "tower/tower.hpp"
+
+namespace tw = tower;
+using namespace tower::testing;
+using tw::dyn::value;
+using tw::tensor;
+
+namespace {
+const tensor<double> A = sample({4, 3}, -1, 1, 71);
+// f(x) = tanh(A x): J = diag(1 - y^2) A, so J^T u = A^T ((1 - y^2) u).
+auto layer = [](auto x) { return tw::tanh(tw::matmul(A, x)); };
+tensor<double> analytic_vjp(const tensor<double>& x, const tensor<double>& u) {
+  const tensor<double> y = tw::tanh(tw::matmul(A, x));
+  return tw::matmul(tw::transpose(A, 0, 1), (1.0 - y * y) * u);
+}
+std::function<value(value)> erased_layer = [](value x) { return tw::tanh(tw::matmul(value(A), x)); };
+}  // namespace
+
+TEST_CASE("vjp: J^T u on the static and runtime paths, and vmapped over cotangents") {
+  const tensor<double> x = sample({3}, -1, 1, 72), u = sample({4}, -1, 1, 73), U = sample({5, 4}, -1, 1, 74);
+  const auto [y, pull] = tw::vjp(layer, x);
+  require_close(y, layer(x), 0);
+  require_close(std::get<0>(pull(u)), analytic_vjp(x, u), 1e-14);
+  require_close(std::get<0>(pull(u)), tw::sum(fd_jacobian(layer, x) * tw::reshape(u, {4, 1}), 0), 1e-6);
+
+  const auto [yr, pull_r] = tw::vjp(erased_layer, x);
+  require_close(yr.to_tensor(), y, 0);
+  require_close(std::get<0>(pull_r(u)).to_tensor(), analytic_vjp(x, u), 1e-14);
+
+  // vmap over the cotangent: one row of J^T U per cotangent, the forward pass run once.
+  const tensor<double> rows = tw::vmap([&](const auto& c) { return std::get<0>(pull(c)); })(U);
+  for (std::int64_t b = 0; b < 5; ++b) require_close(row(rows, b), analytic_vjp(x, row(U, b)), 1e-14);
+  require_close(tw::jacrev(layer)(x), tw::jacrev(erased_layer)(x).to_tensor(), 1e-14);
+}
+
+TEST_CASE("vjp: tuple outputs take one cotangent each") {
+  const tensor<double> x = sample({3}, -1, 1, 75), u1 = sample({3}, -1, 1, 76), u2 = sample({3}, -1, 1, 77);
+  auto two = [](auto x) { return std::make_tuple(tw::sin(x), x * x); };
+  const auto [y, pull] = tw::vjp(two, x);
+  require_close(std::get<1>(y), x * x, 0);
+  // J1^T u1 + J2^T u2 = cos(x) u1 + 2 x u2.
+  require_close(std::get<0>(pull(std::make_tuple(u1, u2))), tw::cos(x) * u1 + 2.0 * x * u2, 1e-14);
+}
+
+TEST_CASE("vjp: an output that does not depend on x pulls back to zeros") {
+  const tensor<double> x = sample({3}, -1, 1, 78), u = sample({2}, -1, 1, 79);
+  const auto [y, pull] = tw::vjp([](const auto&) { return tensor<double>{1.0, 2.0}; }, x);
+  require_close(std::get<0>(pull(u)), tw::zeros_like(x), 0);
+  // Two arguments, one unused: its gradient is zeros.
+  const auto [y2, pull2] = tw::vjp([](const auto& a, const auto&) { return a * 3.0; }, x, u);
+  const auto [ga, gb] = pull2(x);
+  require_close(ga, x * 3.0, 0);
+  require_close(gb, tw::zeros_like(u), 0);
+}
+
+TEST_CASE("vjp: a cotangent of the wrong shape is a tower::error on both paths") {
+  const tensor<double> x = sample({3}, -1, 1, 80), u = sample({3}, -1, 1, 81);
+  const auto pull = tw::vjp(layer, x).second;
+  REQUIRE_THROWS_WITH(pull(u), Catch::Contains("vjp: the cotangent has shape [3] but f's output has shape [4]"));
+  const auto pull_r = tw::vjp(erased_layer, x).second;
+  REQUIRE_THROWS_WITH(pull_r(u), Catch::Contains("vjp: the cotangent has shape [3] but f's output has shape [4]"));
+  // Broadcastable is not enough: a [1] cotangent for a [4] output is an error, not a sum.
+  REQUIRE_THROWS_WITH(pull(tensor<double>{1.0}), Catch::Contains("the cotangent has shape [1]"));
+}
+
+TEST_CASE("vjp: differentiable in the cotangent (the double-vjp trick gives J v)") {
+  const tensor<double> x = sample({3}, -1, 1, 82), u = sample({4}, -1, 1, 83), v = sample({3}, -1, 1, 84);
+  const tensor<double> Jv = std::get<1>(tw::jvp(layer, std::tuple{x}, std::tuple{v}));
+  // u -> <J^T u, v> is linear with gradient J v.
+  auto pulled = [&](const auto& c) { return tw::sum(std::get<0>(tw::vjp(layer, x).second(c)) * v); };
+  require_close(tw::grad(pulled)(u), Jv, 1e-14);
+  // jvp in the cotangent direction w: J^T w.
+  const tensor<double> w = sample({4}, -1, 1, 85);
+  auto pull_of = [&](const auto& c) { return std::get<0>(tw::vjp(layer, x).second(c)); };
+  require_close(std::get<1>(tw::jvp(pull_of, std::tuple{u}, std::tuple{w})), analytic_vjp(x, w), 1e-14);
+  // The runtime path: the same through a type-erased f.
+  std::function<value(value)> pulled_r = [&](value c) {
+    return tw::sum(std::get<0>(tw::vjp(erased_layer, x).second(c)) * value(v));
+  };
+  require_close(tw::grad(pulled_r)(u).to_tensor(), Jv, 1e-14);
+  // Second order through the seeded backward pass: d/dx <J(x)^T u, v> against finite differences.
+  auto mixed = [&](const auto& xx) { return tw::sum(std::get<0>(tw::vjp(layer, xx).second(u)) * v); };
+  require_close(tw::grad(mixed)(x), fd_grad([&](const tensor<double>& t) { return mixed(t).item(); }, x), 1e-6);
+}
