@@ -1,6 +1,8 @@
 // tensor<T>: construction, creation functions, element access, printing, and Eigen interop.
 #include <catch2/catch.hpp>
 
+#include <thread>
+
 #include <sstream>
 
 #include "tests/check.hpp"
@@ -80,4 +82,35 @@ TEST_CASE("Eigen interop: copies in and out, zero-copy views") {
   const tensor<double> a = tower::testing::sample({3, 4}), b = tower::testing::sample({4, 2});
   const Eigen::MatrixXd ab = tw::to_eigen(a) * tw::to_eigen(b);
   tower::testing::require_close(tw::matmul(a, b), tw::from_eigen(ab), 1e-14);
+}
+
+TEST_CASE("buffer_pool: size classes fit every request with at most 25% to spare") {
+  using pool = tw::detail::buffer_pool;
+  for (std::size_t bytes = pool::min_bytes; bytes < (std::size_t{1} << 24); bytes += bytes / 7 + 1) {
+    const std::size_t c = pool::class_of(bytes);
+    INFO(bytes << " bytes, class " << c);
+    REQUIRE(pool::class_bytes(c) >= bytes);
+    REQUIRE(pool::class_bytes(c) <= bytes + bytes / 4 + pool::min_bytes / 4);
+    if (c > 0) REQUIRE(pool::class_bytes(c - 1) < bytes);
+  }
+}
+
+TEST_CASE("buffer_pool: recycled buffers hold what is written to them, across sizes and threads") {
+  // Tensors of sizes around the pool's 4 KiB threshold and of several classes, freed and made
+  // again in an interleaved order: every tensor keeps its own values.
+  std::vector<tw::tensor<double>> keep;
+  for (int round = 0; round < 4; ++round) {
+    std::vector<tw::tensor<double>> made;
+    for (std::int64_t n : {511, 512, 513, 1000, 4096, 5000, 100000}) made.push_back(tw::full<double>({n}, static_cast<double>(n + round)));
+    for (std::size_t i = 0; i < made.size(); i += 2) keep.push_back(made[i]);
+  }
+  for (const auto& t : keep) {
+    const double v = t.data()[0];
+    for (std::int64_t i = 0; i < t.numel(); ++i) REQUIRE(t.data()[i] == v);
+  }
+  // A buffer made on one thread and freed on another joins the other thread's cache.
+  tw::tensor<double> moved = tw::full<double>({20000}, 3.0);
+  std::thread([t = std::move(moved)]() mutable { t = tw::tensor<double>(); }).join();
+  const tw::tensor<double> again = tw::full<double>({20000}, 4.0);
+  REQUIRE(tw::sum(again).item() == 80000.0);
 }

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tower/buffer_pool.hpp"
 #include "tower/error.hpp"
 
 namespace tower {
@@ -31,11 +32,21 @@ using shape_t = std::vector<std::int64_t>;
 namespace detail {
 /// std::allocator whose construct() without arguments default-initialises: a buffer of n
 /// doubles is allocated, not zero-filled, when every element is about to be written anyway.
+/// Buffers of 4 KiB and more are recycled by the thread's buffer_pool.
 template <class T>
 struct default_init_allocator : std::allocator<T> {
   template <class U> struct rebind { using other = default_init_allocator<U>; };
   default_init_allocator() noexcept = default;
   template <class U> default_init_allocator(const default_init_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    if (n > std::size_t(-1) / 2 / sizeof(T)) throw std::bad_array_new_length();
+    if (buffer_pool::pooled(n * sizeof(T))) return static_cast<T*>(buffer_pool::allocate(n * sizeof(T)));
+    return std::allocator<T>::allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (buffer_pool::pooled(n * sizeof(T))) buffer_pool::deallocate(p, n * sizeof(T));
+    else std::allocator<T>::deallocate(p, n);
+  }
   template <class U> void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) { ::new (static_cast<void*>(p)) U; }
   template <class U, class... A> void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
 };

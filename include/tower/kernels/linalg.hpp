@@ -4,6 +4,7 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <Eigen/LU>
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -34,6 +35,63 @@ inline void require_matrices(const char* op, const shape_t& a, const shape_t& b)
     throw error(std::string(op) + ": expected matrices (rank >= 2), got shapes " + detail::shape_str(a) + " and " + detail::shape_str(b));
 }
 
+/// The positions of the nonzeros among the n entries at p, into pos, if there are at most n / 8
+/// of them. Counts in blocks of 8 (a fixed trip count, which -O2 vectorises), looks inside a
+/// block only when it has a nonzero, and stops once past n / 8: a dense operand costs a scan of
+/// about an eighth of it.
+template <class T>
+bool sparse_positions(const T* p, std::int64_t n, std::vector<std::int64_t>& pos) {
+  const std::size_t limit = static_cast<std::size_t>(n / 8);
+  pos.clear();
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    int c = 0;
+    for (int t = 0; t < 8; ++t) c += p[i + t] != T(0);
+    if (c == 0) continue;
+    for (int t = 0; t < 8; ++t)
+      if (p[i + t] != T(0)) pos.push_back(i + t);
+    if (pos.size() > limit) return false;
+  }
+  for (; i < n; ++i)
+    if (p[i] != T(0)) pos.push_back(i);
+  return pos.size() <= limit;
+}
+
+/// Whether all n entries at p are finite: 0 * x is 0 for finite x and NaN otherwise (Eigen's
+/// sum is vectorised).
+template <class T>
+bool all_finite(const T* p, std::int64_t n) {
+  return (Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(p, n) * T(0)).sum() == T(0);
+}
+
+/// l * r (rows x k times k x m, both row-major; `r_transposed`: r given as its transpose, m x k)
+/// into out. Eigen's GEMM, except when l is mostly zeros and r finite: then one axpy of a row of
+/// r per nonzero of l. The Jacobian transforms push an identity basis through matmul (jacrev:
+/// diag(d) A; jacfwd: A e_j), where a GEMM multiplies by zeros almost only. Skipping a zero is
+/// exact only where 0 * r is 0, hence finite r.
+template <class T>
+void product_into(const T* l, std::int64_t rows, std::int64_t k, const T* r, std::int64_t m, bool r_transposed, T* out) {
+  thread_local std::vector<std::int64_t> pos;
+  if (m >= 8 && rows * k >= 64 && sparse_positions(l, rows * k, pos) && all_finite(r, k * m)) {
+    std::fill(out, out + rows * m, T(0));
+    for (const std::int64_t q : pos) {
+      const std::int64_t i = q / k, j = q % k;
+      const T v = l[q];
+      T* o = out + i * m;
+      if (!r_transposed) {
+        const T* rj = r + j * m;
+        for (std::int64_t c = 0; c < m; ++c) o[c] += v * rj[c];
+      } else {
+        for (std::int64_t c = 0; c < m; ++c) o[c] += v * r[c * k + j];
+      }
+    }
+  } else if (!r_transposed) {
+    matrix_map<T>(out, rows, m).noalias() = const_matrix_map<T>(l, rows, k) * const_matrix_map<T>(r, k, m);
+  } else {
+    matrix_map<T>(out, rows, m).noalias() = const_matrix_map<T>(l, rows, k) * const_matrix_map<T>(r, m, k).transpose();
+  }
+}
+
 /// Batched matrix product [..., n, k] x [..., k, m] -> [..., n, m] (Eigen GEMM per matrix).
 template <class T>
 tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
@@ -54,9 +112,9 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
   // matrix, and a stack of [k] columns is one [count, k] matrix. Per-matrix products only when
   // both sides vary along the stack.
   if (count > 1 && bb.empty() && numel_of(ab) == count) {
-    matrix_map<T>(out.data(), count * n, m).noalias() = const_matrix_map<T>(a.data(), count * n, k) * const_matrix_map<T>(b.data(), k, m);
+    product_into(a.data(), count * n, k, b.data(), m, false, out.data());
   } else if (count > 1 && ab.empty() && numel_of(bb) == count && m == 1) {
-    matrix_map<T>(out.data(), count, n).noalias() = const_matrix_map<T>(b.data(), count, k) * const_matrix_map<T>(a.data(), n, k).transpose();
+    product_into(b.data(), count, k, a.data(), n, true, out.data());
   } else {
     for_each_matrix_pair("matmul", a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
       const auto x = const_matrix_map<T>(a.data() + ia * n * k, n, k);
