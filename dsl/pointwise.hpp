@@ -94,13 +94,12 @@ TOWER_DECLARE_OP(ge)
 TOWER_DECLARE_OP(where)
 #undef TOWER_DECLARE_OP
 
-#define TOWER_UNARY_OP(NAME, KERNEL, VJP, JVP)                                                   \
+// BASE computes the op on a plain value x (a number or a tensor).
+#define TOWER_UNARY_OP_BASE(NAME, BASE, VJP, JVP)                                                \
   struct NAME##_op {                                                                            \
     static constexpr const char* name = #NAME;                                                  \
     static constexpr bool elementwise = true;                                                   \
-    template <class X> auto base(const X& x) const {                                            \
-      return kernels::map(x, [](auto v) { return KERNEL; });                                    \
-    }                                                                                           \
+    template <class X> auto base(const X& x) const { return BASE; }                             \
     template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); } \
     template <class G, class O, class X>                                                        \
     auto vjp([[maybe_unused]] const G& g, [[maybe_unused]] const O& out, [[maybe_unused]] const X& x) const { \
@@ -109,37 +108,49 @@ TOWER_DECLARE_OP(where)
     template <class O, class X, class T>                                                        \
     auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const X& x, const T& t) const { return JVP; } \
   };
+// KERNEL computes the op on one number v.
+#define TOWER_UNARY_OP(NAME, KERNEL, VJP, JVP) \
+  TOWER_UNARY_OP_BASE(NAME, kernels::map(x, [](auto v) { return KERNEL; }), VJP, JVP)
 // An op whose derivative is D(x, out): VJP g * D, JVP t * D.
 #define TOWER_UNARY_OP_D(NAME, KERNEL, D) TOWER_UNARY_OP(NAME, KERNEL, g * (D), t * (D))
+// A libmvec function (kernels/vector_math.hpp): on numbers, TOWER_MATH(F, v); on tensors, a
+// packet at a time, with the same bits.
+#define TOWER_MATH(F, V) kernels::vmath::call<kernels::vmath::F##_fn>(V)
+#define TOWER_MATH_OP(NAME, VJP, JVP) TOWER_UNARY_OP_BASE(NAME, kernels::map_math<kernels::vmath::NAME##_fn>(x), VJP, JVP)
+#define TOWER_MATH_OP_D(NAME, D) TOWER_MATH_OP(NAME, g * (D), t * (D))
 
 // name         kernel                                    derivative (x: input, out: result)
 TOWER_UNARY_OP(neg,         -v,                                    -g,                       -t)
 TOWER_UNARY_OP(sign,        (v > 0) - (v < 0),                     zeros_like(g),            zeros_like(t))
 TOWER_UNARY_OP_D(abs,       std::abs(v),                           sign(x))
-TOWER_UNARY_OP_D(exp,       std::exp(v),                           out)
-TOWER_UNARY_OP_D(expm1,     std::expm1(v),                         out + 1.0)
-TOWER_UNARY_OP(log,         std::log(v),                           g / x,                    t / x)
-TOWER_UNARY_OP(log1p,       std::log1p(v),                         g / (x + 1.0),            t / (x + 1.0))
+TOWER_MATH_OP_D(exp,        /* libmvec */                          out)
+TOWER_MATH_OP_D(expm1,      /* libmvec */                          out + 1.0)
+TOWER_MATH_OP(log,          /* libmvec */                          g / x,                    t / x)
+TOWER_MATH_OP(log1p,        /* libmvec */                          g / (x + 1.0),            t / (x + 1.0))
 TOWER_UNARY_OP(sqrt,        std::sqrt(v),                          g * 0.5 / out,            t * 0.5 / out)
 TOWER_UNARY_OP_D(rsqrt,     1 / std::sqrt(v),                      out * out * out * -0.5)
 TOWER_UNARY_OP_D(square,    v * v,                                 x * 2.0)
-TOWER_UNARY_OP_D(sin,       std::sin(v),                           cos(x))
-TOWER_UNARY_OP_D(cos,       std::cos(v),                           -sin(x))
-TOWER_UNARY_OP_D(tan,       std::tan(v),                           out * out + 1.0)
-TOWER_UNARY_OP_D(tanh,      std::tanh(v),                          1.0 - out * out)
-TOWER_UNARY_OP_D(sinh,      std::sinh(v),                          cosh(x))
-TOWER_UNARY_OP_D(cosh,      std::cosh(v),                          sinh(x))
-TOWER_UNARY_OP_D(asin,      std::asin(v),                          rsqrt(1.0 - x * x))
-TOWER_UNARY_OP_D(acos,      std::acos(v),                          -rsqrt(1.0 - x * x))
-TOWER_UNARY_OP_D(atan,      std::atan(v),                          reciprocal(x * x + 1.0))
-TOWER_UNARY_OP_D(sigmoid,   1 / (1 + std::exp(-v)),                out * (1.0 - out))
-TOWER_UNARY_OP_D(softplus,  v > 20 ? v : std::log1p(std::exp(v)),  sigmoid(x))
+TOWER_MATH_OP_D(sin,        /* libmvec */                          cos(x))
+TOWER_MATH_OP_D(cos,        /* libmvec */                          -sin(x))
+TOWER_MATH_OP_D(tan,        /* libmvec */                          out * out + 1.0)
+TOWER_MATH_OP_D(tanh,       /* libmvec */                          1.0 - out * out)
+TOWER_MATH_OP_D(sinh,       /* libmvec */                          cosh(x))
+TOWER_MATH_OP_D(cosh,       /* libmvec */                          sinh(x))
+TOWER_MATH_OP_D(asin,       /* libmvec */                          rsqrt(1.0 - x * x))
+TOWER_MATH_OP_D(acos,       /* libmvec */                          -rsqrt(1.0 - x * x))
+TOWER_MATH_OP_D(atan,       /* libmvec */                          reciprocal(x * x + 1.0))
+TOWER_UNARY_OP_D(sigmoid,   1 / (1 + TOWER_MATH(exp, -v)),         out * (1.0 - out))
+TOWER_UNARY_OP_D(softplus,  v > 20 ? v : TOWER_MATH(log1p, TOWER_MATH(exp, v)),  sigmoid(x))
 TOWER_UNARY_OP_D(relu,      v > 0 ? v : 0,                         gt(x, 0.0))
-TOWER_UNARY_OP_D(erf,       std::erf(v),                           exp(-(x * x)) * 1.1283791670955126)
+TOWER_MATH_OP_D(erf,        /* libmvec */                          exp(-(x * x)) * 1.1283791670955126)
 TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
 
+#undef TOWER_MATH_OP_D
+#undef TOWER_MATH_OP
+#undef TOWER_MATH
 #undef TOWER_UNARY_OP_D
 #undef TOWER_UNARY_OP
+#undef TOWER_UNARY_OP_BASE
 
 #define TOWER_BINARY_OP(NAME, KERNEL, VJP_A, VJP_B, JVP)                                         \
   struct NAME##_op : binary_pointwise<NAME##_op> {                                              \

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tower/error.hpp"
+#include "tower/kernels/vector_math.hpp"
 #include "tower/tensor.hpp"
 
 // Before a loop whose stores alias none of its loads: -O2's cost model does not vectorise a loop
@@ -202,6 +203,19 @@ auto map(const X& x, F&& f) {
     using T = element_t<X>;
     const T* p = x.data();
     return tensor<T>(x.shape(), generate<T>(x.numel(), [&](std::int64_t i) { return f(p[i]); }));
+  }
+}
+
+/// The vmath function Fn (kernels/vector_math.hpp) on every number of x, a packet at a time.
+template <class Fn, class X>
+auto map_math(const X& x) {
+  if constexpr (is_plain_scalar_v<X>) {
+    return vmath::call<Fn>(x);
+  } else {
+    using T = element_t<X>;
+    buffer<T> out(static_cast<std::size_t>(x.numel()));
+    vmath::apply<Fn>(x.data(), out.data(), x.numel());
+    return tensor<T>(x.shape(), std::move(out));
   }
 }
 
