@@ -113,9 +113,8 @@ TOWER_DECLARE_OP(where)
   TOWER_UNARY_OP_BASE(NAME, kernels::map(x, [](auto v) { return KERNEL; }), VJP, JVP)
 // An op whose derivative is D(x, out): VJP g * D, JVP t * D.
 #define TOWER_UNARY_OP_D(NAME, KERNEL, D) TOWER_UNARY_OP(NAME, KERNEL, g * (D), t * (D))
-// A libmvec function (kernels/vector_math.hpp): on numbers, TOWER_MATH(F, v); on tensors, a
-// packet at a time, with the same bits.
-#define TOWER_MATH(F, V) kernels::vmath::call<kernels::vmath::F##_fn>(V)
+// A transcendental function (kernels/vector_math.hpp): <cmath> on numbers, glibc's libmvec a
+// packet at a time on tensors.
 #define TOWER_MATH_OP(NAME, VJP, JVP) TOWER_UNARY_OP_BASE(NAME, kernels::map_math<kernels::vmath::NAME##_fn>(x), VJP, JVP)
 #define TOWER_MATH_OP_D(NAME, D) TOWER_MATH_OP(NAME, g * (D), t * (D))
 
@@ -139,15 +138,14 @@ TOWER_MATH_OP_D(cosh,       /* libmvec */                          sinh(x))
 TOWER_MATH_OP_D(asin,       /* libmvec */                          rsqrt(1.0 - x * x))
 TOWER_MATH_OP_D(acos,       /* libmvec */                          -rsqrt(1.0 - x * x))
 TOWER_MATH_OP_D(atan,       /* libmvec */                          reciprocal(x * x + 1.0))
-TOWER_UNARY_OP_D(sigmoid,   1 / (1 + TOWER_MATH(exp, -v)),         out * (1.0 - out))
-TOWER_UNARY_OP_D(softplus,  v > 20 ? v : TOWER_MATH(log1p, TOWER_MATH(exp, v)),  sigmoid(x))
+TOWER_UNARY_OP_D(sigmoid,   1 / (1 + std::exp(-v)),                out * (1.0 - out))
+TOWER_UNARY_OP_D(softplus,  v > 20 ? v : std::log1p(std::exp(v)),  sigmoid(x))
 TOWER_UNARY_OP_D(relu,      v > 0 ? v : 0,                         gt(x, 0.0))
 TOWER_MATH_OP_D(erf,        /* libmvec */                          exp(-(x * x)) * 1.1283791670955126)
 TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
 
 #undef TOWER_MATH_OP_D
 #undef TOWER_MATH_OP
-#undef TOWER_MATH
 #undef TOWER_UNARY_OP_D
 #undef TOWER_UNARY_OP
 #undef TOWER_UNARY_OP_BASE

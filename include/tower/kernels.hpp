@@ -206,11 +206,12 @@ auto map(const X& x, F&& f) {
   }
 }
 
-/// The vmath function Fn (kernels/vector_math.hpp) on every number of x, a packet at a time.
+/// The vmath function Fn (kernels/vector_math.hpp) on x: <cmath> on a number, libmvec a packet
+/// at a time on a tensor.
 template <class Fn, class X>
 auto map_math(const X& x) {
   if constexpr (is_plain_scalar_v<X>) {
-    return vmath::call<Fn>(x);
+    return Fn::scalar(x);
   } else {
     using T = element_t<X>;
     buffer<T> out(static_cast<std::size_t>(x.numel()));

@@ -3,16 +3,19 @@
 // vector math library libmvec: link with -lmvec (Bazel's //:tower does), or define
 // TOWER_NO_LIBMVEC to use <cmath> everywhere.
 //
-//   double y = tw::kernels::vmath::call<tw::kernels::vmath::sin_fn>(x);           // one number
-//   tw::kernels::vmath::apply<tw::kernels::vmath::sin_fn>(in, out, n);             // n numbers
+//   double y = tw::kernels::vmath::sin_fn::scalar(x);                               // one number: <cmath>
+//   tw::kernels::vmath::apply<tw::kernels::vmath::sin_fn>(in, out, n);             // n numbers: libmvec
 //
-// Why: glibc's scalar sin or tanh costs 8-10 ns per double and cannot be vectorised; libmvec
+// Why: glibc's scalar sin or tanh costs 7-10 ns per double and cannot be vectorised; libmvec
 // computes 8 doubles in about 6 ns (AVX-512), which makes the tanh of an MLP layer or the sin of a
 // Hessian 5-11x cheaper. libmvec is accurate to 4 ulp (glibc's scalar functions to ~1 ulp).
 //
-// One number and many give the same bits: a single number goes through the same vector routine
-// (broadcast, lane 0), and a tail shorter than a vector is padded. So vmap's per-example form, its
-// batching rules, tw::fixed values and scalar_duals agree bit for bit, as they do with <cmath>.
+// One number takes <cmath>: libmvec on a single lane is slower than glibc's scalar code (11.5 ns
+// against 6.8 ns for exp through the AVX-512 entry point), and vmap's per-example loops and
+// tw::fixed values call transcendentals one number at a time. So a tensor's sin and a number's sin
+// may differ within 4 ulp, as PyTorch's vectorised and scalar kernels do. A tensor's elements
+// all take the same routine, whatever their position (a tail shorter than a packet is padded);
+// a tensor with fewer numbers than one packet (8 doubles with AVX-512) takes <cmath>, as numbers do.
 // The vector width is the widest the build enables (AVX-512, AVX2, else SSE2): every translation
 // unit of a program must be compiled for the same -march, as with Eigen.
 #include <cmath>
@@ -111,9 +114,9 @@ template <class T> void store(T* p, const packet_t<T>& v) { std::memcpy(p, &v, s
 }  // namespace detail
 #endif
 
-/// Fn of one number: through libmvec for float and double (lane 0 of a broadcast), else <cmath>.
+/// Fn of one number by the routine apply() uses for tensors (lane 0 of a broadcast packet).
 template <class Fn, class T>
-T call(T x) {
+T packet_call(T x) {
 #if TOWER_HAVE_LIBMVEC
   if constexpr (vectorized_v<T>) {
     T in[lanes<T>];
@@ -127,12 +130,17 @@ T call(T x) {
     return Fn::scalar(x);
 }
 
-/// out[i] = Fn(in[i]) for i < n; `out` may be `in`. Same bits as call<Fn> on each number.
+/// out[i] = Fn(in[i]) for i < n, a packet at a time; `out` may be `in`. Same bits as
+/// packet_call<Fn> on each number, unless n is less than a packet: then Fn::scalar, like a number.
 template <class Fn, class T>
 void apply(const T* in, T* out, std::int64_t n) {
 #if TOWER_HAVE_LIBMVEC
   if constexpr (vectorized_v<T>) {
     constexpr std::int64_t W = lanes<T>;
+    if (n < W) {  // fewer numbers than a packet (a rank-0 tensor, vmap at batch size 1): like numbers
+      for (std::int64_t i = 0; i < n; ++i) out[i] = Fn::scalar(in[i]);
+      return;
+    }
     std::int64_t i = 0;
     for (; i + W <= n; i += W) detail::store(out + i, Fn::packet(detail::load(in + i)));
     if (i < n) {  // the tail, padded with a number from it so every lane is in the domain
