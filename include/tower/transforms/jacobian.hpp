@@ -95,6 +95,13 @@ auto first_example_leaf(const X& x, std::size_t batch_dims = 0) {
   if constexpr (is_static_wrapper_v<X>) {
     if constexpr (std::remove_cvref_t<X>::key == transform_type::vmap) return first_example_leaf(x.value, batch_dims + 1);
     else return first_example_leaf(x.primal, batch_dims);
+  } else if constexpr (is_dyn_v<X>) {
+    // The runtime path's wrappers, likewise: all vmap levels' batch dims lead the plain tensor.
+    const dyn::value* v = &x;
+    for (; v->level() > 0; v = &v->get().inner) batch_dims += v->get().key == transform_type::vmap;
+    if (batch_dims == 0) return *v;
+    std::optional<tensor<double>> scratch;
+    return dyn::value(first_example_leaf(v->plain_ref(scratch), batch_dims));
   } else if constexpr (is_tensor_v<X>) {
     const shape_t s(x.shape().begin() + static_cast<std::ptrdiff_t>(batch_dims), x.shape().end());
     const std::int64_t n = numel_of(s);
@@ -315,8 +322,7 @@ struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_tran
     {
       // The output's shape (and whether it is a number): f on one example of the arguments.
       auto out = [&] {
-        if constexpr ((is_dyn_v<A> || ...)) return f(a...);
-        else return f(tree_map([](const auto& leaf) { return detail::first_example_leaf(leaf); }, a)...);
+        return f(tree_map([](const auto& leaf) { return detail::first_example_leaf(leaf); }, a)...);
       }();
       using Out = decltype(out);
       if constexpr (is_scalar_type_v<Out>) {
