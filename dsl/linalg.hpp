@@ -66,10 +66,21 @@ struct matmul_op {
   template <class G, class O, class A, class B> auto vjp(const G& g, const O&, const A& a, const B& b) const {
     const std::uint32_t need = detail::take_needed_inputs();
     return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(call_op(*this, g, detail::mT(b)), a); }),
-                           detail::gradient_if(need & 2u, [&] { return sum_to_like(call_op(*this, detail::mT(a), g), b); }));
+                           detail::gradient_if(need & 2u, [&] { return sum_to_like(b_gradient(g, a), b); }));
   }
   template <class O, class A, class B, class TA, class TB>
   auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const { return detail::bilinear_jvp(*this, a, b, ta, tb); }
+
+ private:
+  /// a^T g. When g is a stack of columns (b a vector, as in A x), as (g^T a)^T: transposing a
+  /// column is free (kernels::permute) and g^T a reads a's rows, where a^T g would copy a^T
+  /// first (jacrev of tanh(A x) with A 64 x 64: 10 -> 8 us).
+  template <class G, class A> auto b_gradient(const G& g, const A& a) const {
+    using Columns = decltype(detail::mT(call_op(*this, detail::mT(g), a)));
+    if constexpr (std::is_same_v<Columns, decltype(call_op(*this, detail::mT(a), g))>)
+      if (shape(g).back() == 1) return detail::mT(call_op(*this, detail::mT(g), a));
+    return call_op(*this, detail::mT(a), g);
+  }
 };
 
 /// Inner products over the last dim, leading dims broadcast: [..., k] . [..., k] -> [...]

@@ -3,6 +3,8 @@
 // tests/op_checker.hpp.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "tests/op_checker.hpp"
 
 namespace tw = tower;
@@ -28,6 +30,8 @@ TEST_CASE("layout ops: permute, reshape family, expand, narrow, cat: every rule,
   counter() = {};
   check_table(std::make_tuple(
       prim<1>("permute", tw::permute_op{{2, 0, 1}}, {uniform<1>({shape_t{2, 3, 4}}), uniform<1>({shape_t{1, 3, 2}})}),
+      // Only size-1 dims move: the storage is shared under the new shape (kernels::permute).
+      prim<1>("permute (size-1 dims)", tw::permute_op{{1, 0, 2}}, {uniform<1>({shape_t{1, 3, 2}}), uniform<1>({shape_t{3, 1, 2}})}),
       prim<1>("reshape", tw::reshape_op{{3, -1}}, {uniform<1>({shape_t{6}}), uniform<1>({shape_t{2, 3}}), uniform<1>({shape_t{3, 1, 2}})}),
       prim<1>("broadcast_to", tw::broadcast_to_op{{2, 3, 4}}, {uniform<1>({shape_t{}}), uniform<1>({shape_t{4}}), uniform<1>({shape_t{3, 1}})}),
       prim<1>("narrow", tw::narrow_op{-1, 1, 2}, {uniform<1>({shape_t{4}}), uniform<1>({shape_t{2, 3}})}),
@@ -86,4 +90,24 @@ TEST_CASE("layout and indexing ops raise tower::error naming the op and the shap
   REQUIRE_THROWS_WITH(x + sample({4}), Catch::Contains("add") && Catch::Contains("[2, 3]") && Catch::Contains("[4]"));
   // Errors keep their words under transforms too.
   REQUIRE_THROWS_WITH(tw::vmap([](auto v) { return tw::narrow(v, 0, 2, 2); })(x), Catch::Contains("narrow"));
+}
+
+TEST_CASE("permute: every permutation of a shape with size-1 dims against an index loop; results own their values") {
+  const shape_t shapes[] = {{1, 3, 2}, {3, 1, 2}, {2, 3, 1}, {1, 4, 1}, {2, 3, 4}};
+  for (const shape_t& s : shapes) {
+    const tw::tensor<double> x = sample(s);
+    std::vector<std::int64_t> perm{0, 1, 2};
+    do {
+      tw::tensor<double> y = tw::permute(x, perm);
+      for (std::int64_t i = 0; i < s[0]; ++i)
+        for (std::int64_t j = 0; j < s[1]; ++j)
+          for (std::int64_t k = 0; k < s[2]; ++k) {
+            const std::int64_t idx[3] = {i, j, k};
+            REQUIRE(y(idx[perm[0]], idx[perm[1]], idx[perm[2]]) == x(i, j, k));
+          }
+      const double before = x.data()[0];
+      y.data()[0] = before + 1;  // copy-on-write: x keeps its value
+      REQUIRE(x.data()[0] == before);
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
 }

@@ -79,8 +79,8 @@ void product_into(const T* l, std::int64_t rows, std::int64_t k, const T* r, std
       const T v = l[q];
       T* o = out + i * m;
       if (!r_transposed) {
-        const T* rj = r + j * m;
-        for (std::int64_t c = 0; c < m; ++c) o[c] += v * rj[c];
+        // Eigen's vectorised axpy: -O2 does not vectorise a loop of unknown length.
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(o, m) += v * Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(r + j * m, m);
       } else {
         for (std::int64_t c = 0; c < m; ++c) o[c] += v * r[c * k + j];
       }

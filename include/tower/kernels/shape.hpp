@@ -59,6 +59,16 @@ auto permute(const X& x, std::vector<std::int64_t> perm) {
       out[k] = x.shape()[static_cast<std::size_t>(perm[k])];
       st[k] = in_st[static_cast<std::size_t>(perm[k])];
     }
+    // Moving only dims of size 1 (mT of a column, as in matmul's VJP on vectors) keeps the
+    // row-major order: the same storage under the new shape.
+    std::int64_t last = -1;
+    bool same_order = true;
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      if (out[k] == 1) continue;
+      same_order = same_order && perm[k] > last;
+      last = perm[k];
+    }
+    if (same_order) return x.with_shape(std::move(out));
     buffer<T> data(static_cast<std::size_t>(x.numel()));
     const T* p = x.data();
     for_each_broadcast<true>(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
