@@ -86,6 +86,15 @@ auto vjp_apply(const F& f, argnums_t<I...>, const C& ct, const X&... xs) {
   return grad_at<Floor>(h, argnums<I...>)(xs..., ct);
 }
 
+/// The first example of a tensor whose leading `batch_dims` dims are batch dims.
+template <class T>
+tensor<T> first_example_tensor(const tensor<T>& x, std::size_t batch_dims) {
+  const shape_t s(x.shape().begin() + static_cast<std::ptrdiff_t>(batch_dims), x.shape().end());
+  const std::int64_t n = numel_of(s);
+  if (n > x.numel()) return tensor<T>(s, buffer<T>(static_cast<std::size_t>(n), T(0)));  // an empty batch
+  return tensor<T>(s, copy_buffer(x.data(), static_cast<std::size_t>(n)));
+}
+
 /// One example of x at the lowest level: each wrapper's primal, and for each vmap level the
 /// first example (a physical value keeps its batch dim first, so the batch dims of all levels
 /// lead the innermost tensor). jacrev runs f on it to learn the output's shape: under
@@ -101,13 +110,9 @@ auto first_example_leaf(const X& x, std::size_t batch_dims = 0) {
     for (; v->level() > 0; v = &v->get().inner) batch_dims += v->get().key == transform_type::vmap;
     if (batch_dims == 0) return *v;
     std::optional<tensor<double>> scratch;
-    return dyn::value(first_example_leaf(v->plain_ref(scratch), batch_dims));
+    return dyn::value(first_example_tensor(v->plain_ref(scratch), batch_dims));
   } else if constexpr (is_tensor_v<X>) {
-    const shape_t s(x.shape().begin() + static_cast<std::ptrdiff_t>(batch_dims), x.shape().end());
-    const std::int64_t n = numel_of(s);
-    using T = scalar_type_t<X>;
-    if (n > x.numel()) return tensor<T>(s, buffer<T>(static_cast<std::size_t>(n), T(0)));  // an empty batch
-    return tensor<T>(s, copy_buffer(x.data(), static_cast<std::size_t>(n)));
+    return first_example_tensor(x, batch_dims);
   } else {
     return x;
   }
