@@ -10,8 +10,10 @@
 // f once per example on plain per-example values and stacks the results, so a chain of
 // elementwise ops on scalars stays in registers and nothing batch-sized is materialised:
 // vmap(grad(f)) over scalars becomes a loop calling grad(f) on doubles. Both give the same
-// numbers (bench/fused_vmap_test.cpp checks it; with -march=native FMA contraction may differ
-// between the forms in the last bit), with the same batch-size errors.
+// numbers (bench/fused_vmap_test.cpp checks it), with the same batch-size errors, up to the last
+// bits: with -march=native FMA contraction may differ between the forms' code, and
+// transcendentals on tensors come from libmvec (kernels/vector_math.hpp, within 4 ulp) where
+// numbers use <cmath>.
 //
 // A per-example slice of a batched argument is a plain value: a tensor, or a number (`double`,
 // `float`) when every batched argument is 1-D, f is a grad transform (vmap(grad(f)),
