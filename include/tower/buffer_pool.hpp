@@ -19,7 +19,7 @@
 
 namespace tower::detail {
 
-class buffer_pool {
+class buffer_pool : per_thread<buffer_pool> {
  public:
   static constexpr std::size_t min_bytes = std::size_t{1} << 12;
   static constexpr std::size_t max_blocks = 8;
@@ -94,15 +94,6 @@ class buffer_pool {
     return 4 * g + (bytes + unit - 1) / unit - 4;
   }
  private:
-  static buffer_pool& local() {
-    thread_local buffer_pool p;
-    return p;
-  }
-  // Trivially destructible, so it stays readable while other thread_locals are destroyed.
-  static bool& dead() {
-    thread_local bool d = false;
-    return d;
-  }
 
   std::array<entry*, classes> heads{};
   std::array<std::size_t, classes> counts{};

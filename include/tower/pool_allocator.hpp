@@ -24,7 +24,23 @@
 
 namespace tower::detail {
 
-class block_pool {
+/// The per-thread instance of a cache (block_pool, buffer_pool) and its thread's "destroyed" flag.
+/// The flag is trivially destructible, so it stays readable while other thread_locals are
+/// destroyed: frees that arrive after the thread's cache is gone go straight to the heap. Each
+/// Cache type has its own instance and flag.
+template <class Cache>
+struct per_thread {
+  static Cache& local() {
+    thread_local Cache c;
+    return c;
+  }
+  static bool& dead() {
+    thread_local bool d = false;
+    return d;
+  }
+};
+
+class block_pool : per_thread<block_pool> {
  public:
   static constexpr std::size_t granule = 16;
   static constexpr std::size_t classes = 32;  // up to 512 bytes
@@ -72,15 +88,6 @@ class block_pool {
     node* next;
   };
   static std::size_t class_of(std::size_t bytes) { return (bytes + granule - 1) / granule - 1; }
-  static block_pool& local() {
-    thread_local block_pool p;
-    return p;
-  }
-  // Trivially destructible, so it stays readable while other thread_locals are destroyed.
-  static bool& dead() {
-    thread_local bool d = false;
-    return d;
-  }
 
   std::array<node*, classes> heads{};
   std::array<std::size_t, classes> counts{};
