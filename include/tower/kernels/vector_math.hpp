@@ -1,7 +1,8 @@
 #pragma once
 // Transcendental functions (exp, log, sin, tanh, ...) for tower's pointwise kernels, from glibc's
-// vector math library libmvec: link with -lmvec (Bazel's //:tower does), or define
-// TOWER_NO_LIBMVEC to use <cmath> everywhere.
+// vector math library libmvec. g++ and clang++ link it without being asked: on x86-64 glibc,
+// libm.so is a linker script that adds libmvec.so as needed (Bazel's //:tower also says -lmvec).
+// Define TOWER_NO_LIBMVEC to use <cmath> everywhere.
 //
 //   double y = tw::kernels::vmath::sin_fn::scalar(x);                               // one number: <cmath>
 //   tw::kernels::vmath::apply<tw::kernels::vmath::sin_fn>(in, out, n);             // n numbers: libmvec
