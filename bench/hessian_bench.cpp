@@ -84,6 +84,18 @@ void bm_tower_static(benchmark::State& st) {
   }
 }
 
+void bm_tower_fixed(benchmark::State& st) {
+  auto& D = get();
+  auto hessians = tw::vmap(tw::hessian(f), tw::in_dims(tw::fixed_rows<N>));
+  tw::tensor<double> H = hessians(D.X);
+  check_close("tower fixed", H.data(), D.ref.data(), D.ref.size());
+  for (auto _ : st) {
+    H = hessians(D.X);
+    benchmark::DoNotOptimize(H.data());
+  }
+}
+BENCHMARK(bm_tower_fixed)->Name("hessian_r8/tower_fixed")->Unit(benchmark::kMillisecond);
+
 void bm_tower_runtime(benchmark::State& st) {
   auto& D = get();
   using tw::dyn::value;

@@ -1,6 +1,7 @@
 // Every op that takes tw::fixed values (fixed.hpp, fixed_ops.hpp) through one checker, against
 // the same function on tensors: values, grad (the tape-free forward path against the tape), grad
-// of grad, and vmap(grad) with in_dims fixed_rows against vmap(grad) with in_dims 0.
+// of grad, hessian and vmap(hessian) (elementwise jets), and vmap(grad) with in_dims fixed_rows
+// against vmap(grad) with in_dims 0.
 // (Conversions, errors, vmap's forms and Jacobians on fixed values: fixed_test.cpp.)
 #include <catch2/catch.hpp>
 
@@ -98,6 +99,32 @@ void check(const std::string& name, F f, double lo = -1, double hi = 1, unsigned
     ++cases;
   }
 
+  // hessian of the loss in each vector argument (elementwise jets, hessian_forward.hpp) against
+  // jacfwd(jacrev) on tensors; and vmap(hessian) with fixed_rows against in_dims 0.
+  auto hessian_in = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+    constexpr kind kinds[] = {K...};
+    if constexpr (kinds[I] == kind::vector) {
+      using G = decltype(loss_f);
+      constexpr bool on_jets = []<std::size_t... J>(std::index_sequence<J...>) {
+        return tw::detail::hessian_on_jets<tw::jacrev_transform<G, tw::argnums_t<static_cast<int>(I)>>, static_cast<int>(I),
+                                           std::remove_cvref_t<decltype(fixed_arg<kinds[J]>(std::declval<tw::tensor<double>>()))>...>();
+      }(std::make_index_sequence<A>{});
+      STATIC_REQUIRE(on_jets);
+      const auto hf = std::apply(tw::hessian(loss_f, tw::argnums<static_cast<int>(I)>), fixed_args);
+      const auto ht = std::apply(tw::hessian(loss_t, tw::argnums<static_cast<int>(I)>), tensor_args);
+      require_close(tw::to_tensor(hf), ht, 1e-10);
+      ++cases;
+    }
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (hessian_in(std::integral_constant<std::size_t, I>{}), ...);
+  }(std::make_index_sequence<A>{});
+  if constexpr (A == 1 && ((K == kind::vector) && ...)) {
+    const tw::tensor<double> X = sample({B, N}, lo, hi, seed + 200);
+    require_close(tw::vmap(tw::hessian(loss_f), tw::in_dims(tw::fixed_rows<N>))(X), tw::vmap(tw::hessian(loss_t))(X), 1e-10);
+    ++cases;
+  }
+
   // vmap(grad) with fixed_rows for the vector arguments against in_dims 0 on tensors.
   if constexpr (((K == kind::vector) || ...)) {
     std::vector<tw::tensor<double>> batched;
@@ -121,7 +148,7 @@ void check(const std::string& name, F f, double lo = -1, double hi = 1, unsigned
 
 }  // namespace
 
-TEST_CASE("fixed: every elementwise op, sum and dot against tensors (values, grad, grad of grad, vmap(grad))") {
+TEST_CASE("fixed: every elementwise op, sum and dot against tensors (values, grad, grad of grad, hessian, vmap(grad))") {
   using enum kind;
   // Unary ops on their domains.
   check<vector>("neg", [](const auto& x) { return -x; });
@@ -174,6 +201,6 @@ TEST_CASE("fixed: every elementwise op, sum and dot against tensors (values, gra
     return 4.0 * (s3 * s3 - s3) * r;
   }, 0.6, 1.4);
   WARN("fixed checker: " << cases << " (op, rule) cases");
-  CHECK(cases > 150);
+  CHECK(cases > 290);
 }
 

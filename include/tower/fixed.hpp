@@ -39,6 +39,17 @@ struct fixed {
   constexpr const T& operator[](std::size_t i) const { return e[i]; }
 };
 
+// Values a per-example Hessian hands f (elementwise_jet.hpp, jet2.hpp); declared here so that
+// shape() and the other layers below the ops know them.
+template <class T, int N> struct elementwise_jet;
+template <class T, int N> struct jet2;
+template <class X> struct is_elementwise_jet : std::false_type {};
+template <class T, int N> struct is_elementwise_jet<elementwise_jet<T, N>> : std::true_type {};
+template <class X> inline constexpr bool is_elementwise_jet_v = is_elementwise_jet<std::remove_cvref_t<X>>::value;
+template <class X> struct is_jet2 : std::false_type {};
+template <class T, int N> struct is_jet2<jet2<T, N>> : std::true_type {};
+template <class X> inline constexpr bool is_jet2_v = is_jet2<std::remove_cvref_t<X>>::value;
+
 template <class X> struct is_fixed : std::false_type {};
 template <class T, int N> struct is_fixed<fixed<T, N>> : std::true_type {};
 template <class X> inline constexpr bool is_fixed_v = is_fixed<std::remove_cvref_t<X>>::value;

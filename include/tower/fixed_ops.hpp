@@ -13,6 +13,7 @@
 
 #include "tower/fixed.hpp"
 #include "tower/op_traits.hpp"
+#include "tower/jet2.hpp"
 #include "tower/scalar_dual.hpp"
 
 namespace tower {
@@ -30,7 +31,7 @@ namespace fixeds {
 /// A value an elementwise op on fixed values accepts: a number, a scalar_dual, a fixed, or a
 /// transform's value of a number (a fixed built inside f from numbers it was given).
 template <class X>
-inline constexpr bool element_like_v = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_scalar_dual_v<X> || is_fixed_v<X> ||
+inline constexpr bool element_like_v = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_scalar_dual_v<X> || is_jet2_v<X> || is_fixed_v<X> ||
                                        (is_static_wrapper_v<X> && is_scalar_type_v<X>);
 
 template <class X> constexpr int size() {

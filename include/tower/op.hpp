@@ -6,6 +6,8 @@
 #include <type_traits>
 
 #include "tower/diagnostics.hpp"
+#include "tower/elementwise_jet.hpp"
+#include "tower/jet2.hpp"
 #include "tower/fixed_ops.hpp"
 #include "tower/op_traits.hpp"
 #include "tower/scalar_dual.hpp"
@@ -19,12 +21,14 @@ namespace tower {
 /// silently, so the user sees one error, not one per later op.)
 template <class X>
 concept operand = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X> ||
-                  diagnostics::is_failed_v<X> || is_scalar_dual_v<X> || is_dual_unsupported_v<X> || is_fixed_v<X>;
+                  diagnostics::is_failed_v<X> || is_scalar_dual_v<X> || is_dual_unsupported_v<X> || is_fixed_v<X> ||
+                  is_elementwise_jet_v<X> || is_jet2_v<X>;
 
 /// A value that is tower's (not a bare arithmetic scalar): operators are defined for these.
 template <class X>
 concept tower_value = is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X> || diagnostics::is_failed_v<X> ||
-                      is_scalar_dual_v<X> || is_dual_unsupported_v<X> || is_fixed_v<X>;
+                      is_scalar_dual_v<X> || is_dual_unsupported_v<X> || is_fixed_v<X> || is_elementwise_jet_v<X> ||
+                      is_jet2_v<X>;
 
 namespace detail {
 template <class X>
@@ -41,7 +45,9 @@ template <class Op, class... A>
 auto call_op(const Op& op, const A&... a) {
   if constexpr ((diagnostics::is_failed_v<A> || ...)) return diagnostics::failed{};
   else if constexpr ((is_dual_unsupported_v<A> || ...)) return dual_unsupported{};
+  else if constexpr ((is_elementwise_jet_v<A> || ...)) return detail::jet_call(op, detail::as_operand(a)...);
   else if constexpr ((is_fixed_v<A> || ...)) return detail::fixed_call(op, detail::as_operand(a)...);
+  else if constexpr ((is_jet2_v<A> || ...)) return detail::jet2_call(op, detail::as_operand(a)...);
   else if constexpr ((is_scalar_dual_v<A> || ...)) return detail::dual_call(op, detail::as_operand(a)...);
   else if constexpr ((is_dyn_v<A> || ...)) return detail::runtime_call(op, detail::as_operand(a)...);
   else if constexpr (!decltype(diagnostics::check_element_types<Op, A...>())::value) return diagnostics::failed{};

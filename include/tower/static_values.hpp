@@ -204,6 +204,10 @@ shape_t shape(const X& x) {
     return x.shape();
   } else if constexpr (is_fixed_v<D>) {
     return fixed_shape<D>();
+  } else if constexpr (is_elementwise_jet_v<D>) {
+    return shape_t{D::size};
+  } else if constexpr (is_jet2_v<D>) {
+    return shape_t{};
   } else if constexpr (kernels::is_plain_v<D>) {
     return kernels::shape_of(x);
   } else if constexpr (D::key == transform_type::vmap) {

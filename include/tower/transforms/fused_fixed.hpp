@@ -85,32 +85,40 @@ constexpr bool arg_ok() {
   else return false;
 }
 
-/// Whether f's forward path takes the per-example values and returns numbers or fixed values.
-// (Function templates, not lambdas folded over packs: clang 14 crashes on those.)
-template <class F, class InDims, std::size_t... I, class... A>
-constexpr bool runs_per_example(std::index_sequence<I...>, std::type_identity<std::tuple<A...>>) {
-  if constexpr (!(arg_ok<InDims, I, std::remove_cvref_t<A>>() && ...)) return false;
-  else if constexpr (!F::template forward_ok<example_t<InDims, I, A>...>()) return false;
-  else return flat_result<decltype(std::declval<const F&>().forward_body(true, std::declval<const example_t<InDims, I, A>&>()...))>();
-}
-
 /// A transform with a forward path (grad, grad_and_value, jacrev, jacfwd) of a function that is
-/// not itself one. Second order (hessian = jacfwd(jacrev(f)), grad of grad) takes the tensor path:
-/// nested forward mode per example carries n^2 numbers per value through every op and compiles to
-/// a very large loop; on R^8 it measured 1.5x slower than batching rules and took 2.5 minutes
-/// to compile.
+/// not itself one.
 template <class F>
 constexpr bool first_order() {
   if constexpr (!requires { F::forward_path; }) return false;
   else return !requires { std::remove_cvref_t<decltype(std::declval<const F&>().f)>::forward_path; };
 }
 
+/// Second order takes this path only as a Hessian on elementwise_jets (hessian_forward.hpp):
+/// forward over forward mode per example carries n + n^2 derivatives on every element through
+/// every op; on R^8 it measured 4x slower than batching rules and took 2 minutes to compile.
+template <class F, class... E>
+constexpr bool second_order_on_jets() {
+  if constexpr (requires { F::template on_jets<E...>(); }) return F::template on_jets<E...>();
+  else return false;
+}
+
+/// Whether f's forward path takes the per-example values and returns numbers or fixed values.
+// (Function templates, not lambdas folded over packs: clang 14 crashes on those.)
+template <class F, class InDims, std::size_t... I, class... A>
+constexpr bool runs_per_example(std::index_sequence<I...>, std::type_identity<std::tuple<A...>>) {
+  if constexpr (!(arg_ok<InDims, I, std::remove_cvref_t<A>>() && ...)) return false;
+  else if constexpr (!first_order<F>() && !second_order_on_jets<F, example_t<InDims, I, A>...>()) return false;
+  else if constexpr (!F::template forward_ok<example_t<InDims, I, A>...>()) return false;
+  else return flat_result<decltype(std::declval<const F&>().forward_body(true, std::declval<const example_t<InDims, I, A>&>()...))>();
+}
+
 /// Whether the fixed path can run at all for these types: in_dims of fixed_rows, ints and none
 /// (no nesting), tensors for batched arguments, numbers and fixed values for the others, and f a
-/// first-order transform whose tape-free path takes the per-example values.
+/// first-order transform whose tape-free path takes the per-example values, or a Hessian on
+/// elementwise_jets.
 template <class F, class InDims, class... A>
 constexpr bool applies() {
-  if constexpr (std::is_same_v<InDims, in_dims_all_t> || !first_order<F>()) {
+  if constexpr (std::is_same_v<InDims, in_dims_all_t> || !requires { F::forward_path; }) {
     return false;
   } else if constexpr (std::tuple_size_v<dims_tuple_t<InDims>> != sizeof...(A)) {
     return false;

@@ -18,6 +18,7 @@
 #include "dsl/reduce.hpp"
 #include "dsl/shape_ops.hpp"
 #include "tower/transforms/grad.hpp"
+#include "tower/transforms/hessian_forward.hpp"
 #include "tower/transforms/jvp.hpp"
 #include "tower/diagnostics.hpp"
 #include "tower/pytree.hpp"
@@ -168,10 +169,7 @@ struct forward_jacobian {
 
   template <std::size_t J, class... A>
   static decltype(auto) seeded(const A&... a) {
-    const auto& x = std::get<J>(std::tie(a...));
-    if constexpr (J != static_cast<std::size_t>(K)) {
-      return (x);
-    } else {
+    return seeded_arg<K, J>([](const arg_t<A...>& x) {
       using X = input_t<A...>;
       constexpr int n = directions<A...>;
       auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) { return duals::seed<X, n, Own>(v); };
@@ -179,7 +177,7 @@ struct forward_jacobian {
         return fixeds::generate<arg_t<A...>>([&](auto k) { return seed(fixeds::flat<decltype(k)::value>(x), k); });
       else
         return seed(x, std::integral_constant<std::size_t, 0>{});
-    }
+    }, a...);
   }
 
   template <class... A>
@@ -189,7 +187,9 @@ struct forward_jacobian {
 
   template <class... A>
   static constexpr bool ok() {
-    if constexpr (K < 0 || K >= static_cast<int>(sizeof...(A))) {
+    if constexpr (hessian_on_jets<F, K, A...>()) {
+      return true;
+    } else if constexpr (K < 0 || K >= static_cast<int>(sizeof...(A))) {
       return false;
     } else if constexpr (!((std::is_arithmetic_v<fixeds::scalar_t<A>> || is_scalar_dual_v<fixeds::scalar_t<A>>) && ...)) {
       return false;
@@ -213,6 +213,12 @@ struct forward_jacobian {
 
   template <class... A>
   static auto run(const F& f, bool prev, const A&... a) {
+    if constexpr (hessian_on_jets<F, K, A...>()) return hessian_forward<typename hessian_of<F, K>::type, K>::run(f.f, a...);
+    else return run_nested(f, prev, a...);
+  }
+
+  template <class... A>
+  static auto run_nested(const F& f, bool prev, const A&... a) {
     using X = input_t<A...>;
     using In = arg_t<A...>;
     const auto out = call(f, a...);
@@ -271,6 +277,12 @@ struct jacobian_entry {
   static constexpr bool forward_ok() {
     if constexpr (sizeof...(I) != 1) return false;
     else return forward_jacobian<F, I...>::template ok<A...>();
+  }
+  /// Whether the forward path computes a Hessian on elementwise_jets (hessian_forward.hpp).
+  template <class... A>
+  static constexpr bool on_jets() {
+    if constexpr (sizeof...(I) != 1) return false;
+    else return hessian_on_jets<F, I..., A...>();
   }
   /// The forward path with grad mode on; `prev` is the mode outside (vmap's fused loop sets it once).
   template <class... A>

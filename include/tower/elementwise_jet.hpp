@@ -1,0 +1,161 @@
+#pragma once
+// elementwise_jet<T, N>: what f sees as x when hessian runs on a tw::fixed<T, N> (hessian_forward.hpp).
+//
+// Forward over forward mode carries, for every element of every value, the n first and n^2 second
+// derivatives: on R^8, x * x alone costs 8 x 81 numbers. But as long as a value is x through
+// elementwise ops, its element i depends on x_i only, so one first and one second derivative per
+// element describe it exactly. elementwise_jet stores that: element i is a jet2<T, 1> (value,
+// d/dx_i, d^2/dx_i^2) of its own x_i.
+//   - an elementwise op on jets, numbers and fixed values of numbers (of size N or 1) runs per
+//     element on the jet2<T, 1>s: 3 numbers per element instead of 81;
+//   - sum of all elements gives the dense value, jet2<T, N> (jet2.hpp), with gradient d_i and
+//     Hessian diag(d2_i);
+//   - everything else (indexing, dot, broadcasting against a dense value, ...) first turns each
+//     element into that dense type (the elements then no longer share one input) and runs there.
+// So every op gives the numbers forward over forward mode gives, and f never sees the hyper-duals
+// (a jet2<T, 1>'s meaning depends on the element's position).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "tower/fixed.hpp"
+#include "tower/grad_mode.hpp"
+#include "tower/jet2.hpp"
+#include "tower/op_traits.hpp"
+#include "tower/scalar_dual.hpp"
+
+namespace tower {
+
+template <class Op, class... A>
+auto call_op(const Op& op, const A&... a);  // op.hpp
+
+namespace detail::jets {
+/// One element: value, d/dx_i and d^2/dx_i^2 of its own input x_i.
+template <class T> using element_t = jet2<T, 1>;
+/// A value with n first and n^2 second derivatives.
+template <class T, int N> using dense_t = jet2<T, N>;
+
+/// The element of input i as a value of all n inputs (the first derivatives at both levels and
+/// the second at (i, i); the rest structural zeros).
+template <class T, int N>
+dense_t<T, N> dense(const element_t<T>& x, std::size_t i) {
+  dense_t<T, N> r;
+  r.v = x.v;
+  r.g.fill(T(0));
+  r.h.fill(T(0));
+  r.g[i] = x.g[0];
+  r.h[i * static_cast<std::size_t>(N) + i] = x.h[0];
+  return r;
+}
+}  // namespace detail::jets
+
+/// The elements of an elementwise_jet. Reading one gives it as a value of all n inputs.
+template <class T, int N>
+struct jet_elements {
+  std::array<detail::jets::element_t<T>, static_cast<std::size_t>(N)> lanes;  // tower's, not f's: see the header comment
+  detail::jets::dense_t<T, N> operator[](std::size_t i) const { return detail::jets::dense<T, N>(lanes[i], i); }
+  static constexpr std::size_t size() { return static_cast<std::size_t>(N); }
+};
+
+template <class T, int N>
+struct elementwise_jet {
+  static_assert(N >= 1 && N <= 32, "elementwise_jet: 1 to 32 elements");
+  using value_type = detail::jets::dense_t<T, N>;  // what reading an element gives
+  using scalar_type = T;
+  static constexpr int size = N;
+  jet_elements<T, N> e;
+  detail::jets::dense_t<T, N> operator[](std::size_t i) const { return e[i]; }
+};
+
+
+namespace detail {
+
+/// An op's rule for elementwise_jet arguments, when it has a better one than the dense values'
+/// (sum in reduce.hpp): run(op, a...) gives the result.
+template <class Op> struct jet_rule {};
+
+namespace jets {
+
+/// x's elements as dense values (a fixed of them); anything else as it is.
+template <class X>
+auto dense_if_jet(const X& x) {
+  if constexpr (is_elementwise_jet_v<X>) {
+    using T = typename X::scalar_type;
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return fixed<dense_t<T, X::size>, X::size>{{dense<T, X::size>(x.e.lanes[I], I)...}};
+    }(std::make_index_sequence<static_cast<std::size_t>(X::size)>{});
+  } else {
+    return x;
+  }
+}
+
+/// The sum of all elements: gradient d_i, Hessian diag(d2_i).
+template <class T, int N>
+dense_t<T, N> total(const elementwise_jet<T, N>& x) {
+  const auto& h = x.e.lanes;
+  dense_t<T, N> r;
+  r.v = fixeds::tree_sum<0, static_cast<std::size_t>(N)>([&](auto i) { return h[decltype(i)::value].v; });
+  r.h.fill(T(0));
+  const bool on = is_grad_enabled();  // under tw::no_grad, a constant (as a sum of the elements is)
+  for (std::size_t k = 0; k < static_cast<std::size_t>(N); ++k) {
+    r.g[k] = on ? h[k].g[0] : T(0);
+    r.h[k * static_cast<std::size_t>(N) + k] = on ? h[k].h[0] : T(0);
+  }
+  return r;
+}
+
+/// Whether an argument lines up element by element with jets J: J itself, a number, or a
+/// 1-D fixed of numbers of size N or 1.
+template <class A, class J>
+constexpr bool aligned() {
+  using X = std::remove_cvref_t<A>;
+  if constexpr (std::is_same_v<X, J> || std::is_arithmetic_v<X>) return true;
+  else if constexpr (is_fixed_v<X>) return fixeds::rank<X>() == 1 && std::is_arithmetic_v<typename X::value_type> && (X::size == J::size || X::size == 1);
+  else return false;
+}
+
+template <std::size_t I, class X>
+decltype(auto) lane(const X& x) {
+  if constexpr (is_elementwise_jet_v<X>) return (x.e.lanes[I]);
+  else if constexpr (is_fixed_v<X>) return (x.e[X::size == 1 ? 0 : I]);
+  else return (x);
+}
+
+template <class... A> struct first_jet;
+template <class A, class... R>
+struct first_jet<A, R...> : std::conditional_t<is_elementwise_jet_v<A>, std::type_identity<std::remove_cvref_t<A>>, first_jet<R...>> {};
+
+}  // namespace jets
+
+/// An op with an elementwise_jet argument (call_op routes here).
+template <class Op, class... A>
+auto jet_call(const Op& op, const A&... a) {
+  using J = typename jets::first_jet<A...>::type;
+  using T = typename J::scalar_type;
+  constexpr std::size_t N = static_cast<std::size_t>(J::size);
+  if constexpr (requires { jet_rule<Op>::run(op, a...); }) {
+    return jet_rule<Op>::run(op, a...);
+  } else if constexpr (is_elementwise_v<Op> && (jets::aligned<A, J>() && ...)) {
+    using E = decltype(call_op(op, jets::lane<0>(a)...));
+    auto at = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) { return call_op(op, jets::lane<I>(a)...); };
+    if constexpr (std::is_same_v<E, jets::element_t<T>>) {
+      return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return J{{{at(std::integral_constant<std::size_t, I>{})...}}};
+      }(std::make_index_sequence<N>{});
+    } else if constexpr (std::is_arithmetic_v<E>) {
+      return [&]<std::size_t... I>(std::index_sequence<I...>) {  // a comparison: plain values
+        return fixed<E, static_cast<int>(N)>{{at(std::integral_constant<std::size_t, I>{})...}};
+      }(std::make_index_sequence<N>{});
+    } else {
+      return call_op(op, jets::dense_if_jet(a)...);
+    }
+  } else {
+    return call_op(op, jets::dense_if_jet(a)...);
+  }
+}
+
+}  // namespace detail
+
+}  // namespace tower

@@ -1,0 +1,117 @@
+#pragma once
+// hessian(f) = jacfwd(jacrev(f)) (or jacrev / jacfwd of jacrev / jacfwd) on a tw::fixed<T, n>
+// argument: f runs once on an elementwise_jet (elementwise_jet.hpp) and the Hessian is read off
+// its result, instead of forward over forward mode with n + n^2 derivatives on every element.
+//
+//   tw::fixed<double, 8> x = ...;
+//   tw::fixed<tw::fixed<double, 8>, 8> H = tw::hessian(f)(x);
+//   auto Hs = tw::vmap(tw::hessian(f), tw::in_dims(tw::fixed_rows<8>))(X);   // X: [B, 8] -> [B, 8, 8]
+//
+// Taken when f is a plain function (not a transform, not type-erased) that returns a number of
+// x's floating type or the dense second-order value, the outer and inner transforms differentiate
+// the same argument, and every argument is a number or a fixed of numbers (the transform is not
+// nested in another tape-free one). Otherwise forward over forward runs as before. Both give the
+// same numbers up to rounding (tests/hessian_forward_test.cpp).
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tower/elementwise_jet.hpp"
+#include "tower/jet2.hpp"
+#include "tower/fixed.hpp"
+#include "tower/scalar_dual.hpp"
+#include "tower/transforms/options.hpp"
+#include "tower/transforms/runtime_function.hpp"
+
+namespace tower {
+
+template <class F, class A> struct jacrev_transform;  // jacobian.hpp
+template <class F, class A> struct jacfwd_transform;
+
+namespace detail {
+
+/// The function whose Hessian a first-order Jacobian transform F of argument K computes, as
+/// std::type_identity, or void when F is not one (F: jacrev / jacfwd of that argument).
+template <class F, int K> struct hessian_of { using type = void; };
+template <class G, int K> struct hessian_of<jacrev_transform<G, argnums_t<K>>, K> { using type = G; };
+template <class G, int K> struct hessian_of<jacfwd_transform<G, argnums_t<K>>, K> { using type = G; };
+
+/// Argument J of a... for a transform of argument K: a_J itself, or seed(a_K) when J == K.
+template <int K, std::size_t J, class Seed, class... A>
+decltype(auto) seeded_arg(const Seed& seed, const A&... a) {
+  const auto& x = std::get<J>(std::tie(a...));
+  if constexpr (J != static_cast<std::size_t>(K)) return (x);
+  else return seed(x);
+}
+
+template <class G, int K>
+struct hessian_forward {
+  template <class... A>
+  using arg_t = std::remove_cvref_t<std::tuple_element_t<static_cast<std::size_t>(K), std::tuple<A...>>>;
+
+  /// x as elementwise jets: element i with d/dx_i = 1.
+  template <class X>
+  static auto seed(const X& x) {
+    using T = typename X::value_type;
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return elementwise_jet<T, X::size>{{{jet2<T, 1>{x.e[I], {T(1)}, {T(0)}}...}}};
+    }(std::make_index_sequence<static_cast<std::size_t>(X::size)>{});
+  }
+  template <std::size_t J, class... A>
+  static decltype(auto) seeded(const A&... a) {
+    return seeded_arg<K, J>([](const auto& x) { return seed(x); }, a...);
+  }
+
+  template <class... A>
+  static auto call(const G& g, const A&... a) {
+    return [&]<std::size_t... J>(std::index_sequence<J...>) { return g(seeded<J>(a...)...); }(std::index_sequence_for<A...>{});
+  }
+
+  /// Whether this path takes these arguments (see the header comment).
+  template <class... A>
+  static constexpr bool ok() {
+    if constexpr (K < 0 || K >= static_cast<int>(sizeof...(A)) || is_runtime_function_v<G> || requires { G::forward_path; }) {
+      return false;
+    } else if constexpr (!((std::is_arithmetic_v<fixeds::scalar_t<A>> && (!is_fixed_v<A> || fixeds::rank<A>() == 1)) && ...)) {
+      return false;
+    } else if constexpr (!is_fixed_v<arg_t<A...>> || !std::is_floating_point_v<fixeds::scalar_t<arg_t<A...>>> || arg_t<A...>::size > 32) {
+      return false;
+    } else {
+      using T = typename arg_t<A...>::value_type;
+      using S = typename decltype([]<std::size_t... J>(std::index_sequence<J...>) {
+        return std::type_identity<std::tuple<std::remove_cvref_t<decltype(seeded<J>(std::declval<const A&>()...))>...>>{};
+      }(std::index_sequence_for<A...>{}))::type;
+      constexpr bool invocable = []<class... Sd>(std::type_identity<std::tuple<Sd...>>) { return std::is_invocable_v<const G&, const Sd&...>; }(std::type_identity<S>{});
+      if constexpr (!invocable) return false;
+      else {
+        using R = std::remove_cvref_t<decltype(call(std::declval<const G&>(), std::declval<const A&>()...))>;
+        return std::is_same_v<R, jets::dense_t<T, arg_t<A...>::size>> || std::is_same_v<R, T>;
+      }
+    }
+  }
+
+  /// The Hessian as fixed<fixed<T, n>, n>: row k is the derivative of df/dx_k.
+  template <class... A>
+  static auto run(const G& g, const A&... a) {
+    using X = arg_t<A...>;
+    using T = typename X::value_type;
+    const auto out = call(g, a...);
+    return fixeds::generate<fixed<X, X::size>>([&](auto kj) -> T {
+      constexpr std::size_t k = decltype(kj)::value / X::size, j = decltype(kj)::value % X::size;
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(out)>, T>) return T(0);
+      else return out.h[k * X::size + j];
+    });
+  }
+};
+
+/// Whether forward_jacobian<F, K> on these arguments is a Hessian this path computes.
+template <class F, int K, class... A>
+constexpr bool hessian_on_jets() {
+  using G = typename hessian_of<F, K>::type;
+  if constexpr (std::is_void_v<G>) return false;
+  else return hessian_forward<G, K>::template ok<A...>();
+}
+
+}  // namespace detail
+}  // namespace tower
