@@ -51,11 +51,20 @@ dense_t<T, N> dense(const element_t<T>& x, std::size_t i) {
 }
 }  // namespace detail::jets
 
-/// The elements of an elementwise_jet. Reading one gives it as a value of all n inputs.
+/// The elements of an elementwise_jet, stored by component (values, first, second derivatives:
+/// an op on all elements reads and writes whole vectors). Reading one gives it as a value of all
+/// n inputs.
 template <class T, int N>
 struct jet_elements {
-  std::array<detail::jets::element_t<T>, static_cast<std::size_t>(N)> lanes;  // tower's, not f's: see the header comment
-  detail::jets::dense_t<T, N> operator[](std::size_t i) const { return detail::jets::dense<T, N>(lanes[i], i); }
+  using numbers = std::array<T, static_cast<std::size_t>(N)>;
+  numbers v, g, h;  // element i: value, d/dx_i, d^2/dx_i^2 (tower's, not f's: see the header comment)
+  detail::jets::element_t<T> element(std::size_t i) const { return {v[i], {g[i]}, {h[i]}}; }
+  void set(std::size_t i, const detail::jets::element_t<T>& x) {
+    v[i] = x.v;
+    g[i] = x.g[0];
+    h[i] = x.h[0];
+  }
+  detail::jets::dense_t<T, N> operator[](std::size_t i) const { return detail::jets::dense<T, N>(element(i), i); }
   static constexpr std::size_t size() { return static_cast<std::size_t>(N); }
 };
 
@@ -84,7 +93,7 @@ auto dense_if_jet(const X& x) {
   if constexpr (is_elementwise_jet_v<X>) {
     using T = typename X::scalar_type;
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return fixed<dense_t<T, X::size>, X::size>{{dense<T, X::size>(x.e.lanes[I], I)...}};
+      return fixed<dense_t<T, X::size>, X::size>{{x.e[I]...}};
     }(std::make_index_sequence<static_cast<std::size_t>(X::size)>{});
   } else {
     return x;
@@ -94,14 +103,14 @@ auto dense_if_jet(const X& x) {
 /// The sum of all elements: gradient d_i, Hessian diag(d2_i).
 template <class T, int N>
 dense_t<T, N> total(const elementwise_jet<T, N>& x) {
-  const auto& h = x.e.lanes;
+  constexpr std::size_t n = static_cast<std::size_t>(N);
   dense_t<T, N> r;
-  r.v = fixeds::tree_sum<0, static_cast<std::size_t>(N)>([&](auto i) { return h[decltype(i)::value].v; });
-  r.h.fill(T(0));
+  r.v = fixeds::tree_sum<0, n>([&](auto i) { return x.e.v[decltype(i)::value]; });
   const bool on = is_grad_enabled();  // under tw::no_grad, a constant (as a sum of the elements is)
-  for (std::size_t k = 0; k < static_cast<std::size_t>(N); ++k) {
-    r.g[k] = on ? h[k].g[0] : T(0);
-    r.h[k * static_cast<std::size_t>(N) + k] = on ? h[k].h[0] : T(0);
+  r.h.fill(T(0));
+  for (std::size_t k = 0; k < n; ++k) {
+    r.g[k] = on ? x.e.g[k] : T(0);
+    r.h[k * n + k] = on ? x.e.h[k] : T(0);
   }
   return r;
 }
@@ -118,7 +127,7 @@ constexpr bool aligned() {
 
 template <std::size_t I, class X>
 decltype(auto) lane(const X& x) {
-  if constexpr (is_elementwise_jet_v<X>) return (x.e.lanes[I]);
+  if constexpr (is_elementwise_jet_v<X>) return x.e.element(I);
   else if constexpr (is_fixed_v<X>) return (x.e[X::size == 1 ? 0 : I]);
   else return (x);
 }
@@ -129,28 +138,41 @@ struct first_jet<A, R...> : std::conditional_t<is_elementwise_jet_v<A>, std::typ
 
 }  // namespace jets
 
-/// An op with an elementwise_jet argument (call_op routes here).
+namespace jets {
+/// op element by element (every argument aligned with jets J): each element's jet2<T, 1> through
+/// the op's generic rule (jet2_call, hyper-duals); fixed<bool, N> for a comparison; or, when an
+/// element's result is not a jet2<T, 1>, the op on dense values.
+template <class J, class Op, class... A>
+auto per_element(const Op& op, const A&... a) {
+  using T = typename J::scalar_type;
+  constexpr std::size_t N = static_cast<std::size_t>(J::size);
+  using E = decltype(call_op(op, lane<0>(a)...));
+  auto at = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) { return call_op(op, lane<I>(a)...); };
+  if constexpr (std::is_same_v<E, element_t<T>>) {
+    J r;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (r.e.set(I, at(std::integral_constant<std::size_t, I>{})), ...);
+    }(std::make_index_sequence<N>{});
+    return r;
+  } else if constexpr (std::is_arithmetic_v<E>) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {  // a comparison: plain values
+      return fixed<E, static_cast<int>(N)>{{at(std::integral_constant<std::size_t, I>{})...}};
+    }(std::make_index_sequence<N>{});
+  } else {
+    return call_op(op, dense_if_jet(a)...);
+  }
+}
+}  // namespace jets
+
+/// An op with an elementwise_jet argument (call_op routes here): the op's jet_rule if it has one,
+/// element by element if it is elementwise, else on dense values.
 template <class Op, class... A>
 auto jet_call(const Op& op, const A&... a) {
   using J = typename jets::first_jet<A...>::type;
-  using T = typename J::scalar_type;
-  constexpr std::size_t N = static_cast<std::size_t>(J::size);
   if constexpr (requires { jet_rule<Op>::run(op, a...); }) {
     return jet_rule<Op>::run(op, a...);
   } else if constexpr (is_elementwise_v<Op> && (jets::aligned<A, J>() && ...)) {
-    using E = decltype(call_op(op, jets::lane<0>(a)...));
-    auto at = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) { return call_op(op, jets::lane<I>(a)...); };
-    if constexpr (std::is_same_v<E, jets::element_t<T>>) {
-      return [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return J{{{at(std::integral_constant<std::size_t, I>{})...}}};
-      }(std::make_index_sequence<N>{});
-    } else if constexpr (std::is_arithmetic_v<E>) {
-      return [&]<std::size_t... I>(std::index_sequence<I...>) {  // a comparison: plain values
-        return fixed<E, static_cast<int>(N)>{{at(std::integral_constant<std::size_t, I>{})...}};
-      }(std::make_index_sequence<N>{});
-    } else {
-      return call_op(op, jets::dense_if_jet(a)...);
-    }
+    return jets::per_element<J>(op, a...);
   } else {
     return call_op(op, jets::dense_if_jet(a)...);
   }

@@ -54,9 +54,11 @@ struct hessian_forward {
   template <class X>
   static auto seed(const X& x) {
     using T = typename X::value_type;
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return elementwise_jet<T, X::size>{{{jet2<T, 1>{x.e[I], {T(1)}, {T(0)}}...}}};
-    }(std::make_index_sequence<static_cast<std::size_t>(X::size)>{});
+    elementwise_jet<T, X::size> r;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(X::size); ++i) r.e.v[i] = x.e[i];
+    r.e.g.fill(T(1));
+    r.e.h.fill(T(0));
+    return r;
   }
   template <std::size_t J, class... A>
   static decltype(auto) seeded(const A&... a) {
