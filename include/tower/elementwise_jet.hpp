@@ -136,9 +136,6 @@ template <class... A> struct first_jet;
 template <class A, class... R>
 struct first_jet<A, R...> : std::conditional_t<is_elementwise_jet_v<A>, std::type_identity<std::remove_cvref_t<A>>, first_jet<R...>> {};
 
-}  // namespace jets
-
-namespace jets {
 /// op element by element (every argument aligned with jets J): each element's jet2<T, 1> through
 /// the op's generic rule (jet2_call, hyper-duals); fixed<bool, N> for a comparison; or, when an
 /// element's result is not a jet2<T, 1>, the op on dense values.
