@@ -85,12 +85,12 @@ def main():
         hand, st, rt = v.get("hand"), v.get("tower_static"), v.get("tower_runtime")
         batched, fused, fixed = v.get("tower_static_batched"), v.get("tower_static_fused"), v.get("tower_static_fixed")
         peers = ", ".join(f"{k} {fmt(t)} ({ratio(t, hand)})" for k, t in sorted(v.items())
-                          if not k.startswith("tower") and k != "hand")
+                          if not k.startswith(("tower", "hand")))
         f = ft.get(workload)
         print(f"| {workload} | {fmt(st)} | {fmt(fixed)} | {fmt(fused)} | {fmt(batched)} | {fmt(rt)} | {fmt(hand)} | {ratio(st, hand)} | {ratio(fixed, hand)} | {ratio(fused, hand)} | {ratio(rt, st)} | "
               f"{peers or '—'} | {fmt(f)} | {ratio(f, st)} |")
     others = [(w, k, t, v.get("hand")) for w, v in results.items() for k, t in sorted(v.items())
-              if k.startswith("tower") and k not in ("tower_static", "tower_static_fixed", "tower_static_fused", "tower_static_batched", "tower_runtime")]
+              if k.startswith("hand_") or k.startswith("tower") and k not in ("tower_static", "tower_static_fixed", "tower_static_fused", "tower_static_batched", "tower_runtime")]
     if others:
         print()
         for w, k, t, hand in others:

@@ -171,6 +171,41 @@ TEST_CASE("fixed: scaled tangents keep structural zeros and no_grad zeros exact"
   CHECK(gh[1] == 1.0);
 }
 
+TEST_CASE("fixed: operands sharing their stored tangents scale them once, and agree with the tape") {
+  // u and w carry the tangents a and b (dot products with the seeded v). An op on both shares the
+  // stored d when its bits are the same (a == b at run time; the compiler cannot know), and sums
+  // the tangents otherwise (scalar_dual.hpp): both must give the tape's gradient, in a single
+  // call and in vmap's vectorised loop, where the choice is made per example.
+  auto two = [](auto v, auto a, auto b) {
+    auto u = tw::dot(v, a);
+    auto w = tw::dot(v, b);
+    auto s = 1.0 / (u * u + 1.0);
+    return u * w + tw::exp(u) * tw::sin(w) + s * s * s - s;
+  };
+  const tw::fixed<double, 3> v{0.3, -0.2, 0.9}, a{0.5, 1.5, -0.7}, c{-0.4, 0.8, 0.1};
+  for (const auto& b : {a, c}) {
+    const auto gf = tw::grad(two)(v, a, b);
+    const auto gt = tw::grad(two)(tw::to_tensor(v), tw::to_tensor(a), tw::to_tensor(b));
+    // The chain rule by hand: df/du a + df/dw b.
+    const double u = tw::dot(v, a), w = tw::dot(v, b), s = 1.0 / (u * u + 1.0);
+    const double ds = 3 * s * s - 1, dsdu = -2 * u * s * s;
+    const double fu = w + std::exp(u) * std::sin(w) + ds * dsdu, fw = u + std::exp(u) * std::cos(w);
+    for (std::size_t k = 0; k < 3; ++k) {
+      CHECK(gf[k] == Approx(gt.data()[k]).epsilon(1e-14));
+      CHECK(gf[k] == Approx(fu * a[k] + fw * b[k]).epsilon(1e-13));
+    }
+  }
+  // Per example in vmap's loop: rows whose b equals a and rows whose b does not.
+  const tw::tensor<double> V = sample({B, 3}, -1, 1, 21);
+  std::vector<double> bs(static_cast<std::size_t>(3 * B));
+  for (std::int64_t i = 0; i < B; ++i)
+    for (std::size_t k = 0; k < 3; ++k) bs[static_cast<std::size_t>(3 * i) + k] = (i % 3 == 0 ? c : a)[k];
+  const tw::tensor<double> Bt({B, 3}, bs);
+  const auto fixed_path = tw::vmap(tw::grad(two), tw::in_dims(tw::fixed_rows<3>, tw::none, tw::fixed_rows<3>))(V, a, Bt);
+  const auto tensor_path = tw::vmap(tw::grad(two), tw::in_dims(0, tw::none, 0))(V, tw::to_tensor(a), Bt);
+  require_close(fixed_path, tensor_path, 1e-13);
+}
+
 TEST_CASE("fixed: jacrev, jacfwd and hessian run forward mode on fixed values, as on tensors") {
   auto g = [](auto v) { return tw::tanh(v * v) * tw::sum(tw::sin(v)); };  // R^3 -> R^3
   auto f = [](auto v) { return tw::log(1.0 + tw::sum(v * v)) + tw::sum(tw::sin(v)); };  // R^3 -> R
