@@ -183,7 +183,6 @@ template <class F, class InDims, class OutDims, class... A>
 [[gnu::flatten]] auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
   auto src = fused::sources<InDims>(a...);
   const bool prev = is_grad_enabled();
-  enable_grad on;
   auto example = [&](std::int64_t b) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return f.forward_body(prev, [&]() -> decltype(auto) {
@@ -212,12 +211,18 @@ template <class F, class InDims, class OutDims, class... A>
       (std::get<K>(cols).store(b, component<K>(r)), ...);
     };
     constexpr std::int64_t block = 64;
-    std::int64_t i = 0;
-    for (; i + block <= bs; i += block) {
+    {
+      // Grad mode on for f's body, set after the columns are allocated: with no call between
+      // this store and the loop, the compiler knows the mode f reads is on, and drops the
+      // selects that a mode unknown inside the loop would put on every tangent.
+      enable_grad on;
+      std::int64_t i = 0;
+      for (; i + block <= bs; i += block) {
 TOWER_NO_ALIAS_LOOP
-      for (std::int64_t j = 0; j < block; ++j) put(i + j);
+        for (std::int64_t j = 0; j < block; ++j) put(i + j);
+      }
+      for (; i < bs; ++i) put(i);
     }
-    for (; i < bs; ++i) put(i);
     auto results = std::make_tuple(std::get<K>(cols).finish(bs, fused::out_dim<OutDims, K>(out))...);
     if constexpr (C == 1 && !requires { typename std::tuple_size<R>::type; }) return std::get<0>(std::move(results));
     else return results;
