@@ -203,14 +203,16 @@ D push_tangents(const T& out, const P& partials, const A&... a) {
     // differ (x * y of two seeds); otherwise both forms are computed and one chosen, no branch.
     using bits_t = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
     const auto& x0 = std::get<carried.first[0]>(args);
-    const bool shared = [&]<std::size_t... J>(std::index_sequence<J...>) {
-      auto same_as_first = [&](const D& x) {
+    // The differing bits of the masks and the d of each argument against the first, OR-ed.
+    const bits_t differ = [&]<std::size_t... J>(std::index_sequence<J...>) {
+      auto against_first = [&](const D& x) {
         return [&]<std::size_t... K>(std::index_sequence<K...>) {
-          return (x.nonzero == x0.nonzero) & (... & (std::bit_cast<bits_t>(x.d[K]) == std::bit_cast<bits_t>(x0.d[K])));
+          return bits_t(x.nonzero ^ x0.nonzero) | (... | (std::bit_cast<bits_t>(x.d[K]) ^ std::bit_cast<bits_t>(x0.d[K])));
         }(directions);
       };
-      return (true & ... & same_as_first(std::get<carried.first[J + 1]>(args)));
+      return (bits_t(0) | ... | against_first(std::get<carried.first[J + 1]>(args)));
     }(std::make_index_sequence<carried.second - 1>{});
+    const bool shared = differ == 0;
     const T scale = [&]<std::size_t... J>(std::index_sequence<J...>) {
       return (... + factor(std::integral_constant<std::size_t, J>{}));
     }(std::make_index_sequence<carried.second>{});
