@@ -171,11 +171,10 @@ TEST_CASE("fixed: scaled tangents keep structural zeros and no_grad zeros exact"
   CHECK(gh[1] == 1.0);
 }
 
-TEST_CASE("fixed: operands sharing their stored tangents scale them once, and agree with the tape") {
-  // u and w carry the tangents a and b (dot products with the seeded v). An op on both shares the
-  // stored d when its bits are the same (a == b at run time; the compiler cannot know), and sums
-  // the tangents otherwise (scalar_dual.hpp): both must give the tape's gradient, in a single
-  // call and in vmap's vectorised loop, where the choice is made per example.
+TEST_CASE("fixed: ops on two tangent-carrying operands agree with the tape, equal tangents or not") {
+  // u and w carry the tangents a and b (dot products with the seeded v), stored scaled
+  // (scalar_dual.hpp). Ops on both, with a == b (the same stored bits) and a != b, in a single
+  // call and per example in vmap's vectorised loop, against the tape and the chain rule by hand.
   auto two = [](auto v, auto a, auto b) {
     auto u = tw::dot(v, a);
     auto w = tw::dot(v, b);

@@ -18,7 +18,6 @@
 // returns dual_unsupported, and a function whose result is dual_unsupported takes grad's general
 // path (the tape) instead; grad checks that at compile time.
 #include <array>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <tuple>
@@ -178,16 +177,6 @@ D push_tangents(const T& out, const P& partials, const A&... a) {
     if constexpr (std::is_arithmetic_v<T>) return std::get<carried.first[J]>(partials) * x.s;
     else return std::get<carried.first[J]>(partials);
   };
-  auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>, std::integral_constant<std::size_t, J> j) {
-    const auto& x = std::get<carried.first[J]>(args);
-    return (x.nonzero >> K) & 1u ? T(factor(j) * x.d[K]) : zero;
-  };
-  auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K> k, std::index_sequence<J...>) {
-    return (... + term(k, std::integral_constant<std::size_t, J>{}));
-  };
-  auto summed = [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}, nonzero};
-  };
   if constexpr (std::is_arithmetic_v<T> && carried.second == 1) {
     const auto& x = std::get<carried.first[0]>(args);
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -195,35 +184,17 @@ D push_tangents(const T& out, const P& partials, const A&... a) {
       r.s = on ? factor(std::integral_constant<std::size_t, 0>{}) : T(1);
       return r;
     }(directions);
-  } else if constexpr (std::is_arithmetic_v<T>) {
-    // Arguments whose stored d are the same bits (s * s, or s3 * s3 - s3 after a dot product: one
-    // d scaled differently) share it, and out scales it by sum_i partial_i * s_i: one product
-    // per op instead of N. The test compares bit patterns, so the compiler folds it to true when
-    // the d are the same values (one d copied through the chain) and to false when the masks
-    // differ (x * y of two seeds); otherwise both forms are computed and one chosen, no branch.
-    using bits_t = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
-    const auto& x0 = std::get<carried.first[0]>(args);
-    // The differing bits of the masks and the d of each argument against the first, OR-ed.
-    const bits_t differ = [&]<std::size_t... J>(std::index_sequence<J...>) {
-      auto against_first = [&](const D& x) {
-        return [&]<std::size_t... K>(std::index_sequence<K...>) {
-          return bits_t(x.nonzero ^ x0.nonzero) | (... | (std::bit_cast<bits_t>(x.d[K]) ^ std::bit_cast<bits_t>(x0.d[K])));
-        }(directions);
-      };
-      return (bits_t(0) | ... | against_first(std::get<carried.first[J + 1]>(args)));
-    }(std::make_index_sequence<carried.second - 1>{});
-    const bool shared = differ == 0;
-    const T scale = [&]<std::size_t... J>(std::index_sequence<J...>) {
-      return (... + factor(std::integral_constant<std::size_t, J>{}));
-    }(std::make_index_sequence<carried.second>{});
-    const D full = summed(directions);
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      D r{out, {(shared ? (on ? x0.d[K] : zero) : full.d[K])...}, nonzero};
-      r.s = shared && on ? scale : T(1);
-      return r;
-    }(directions);
   } else {
-    return summed(directions);
+    auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>, std::integral_constant<std::size_t, J> j) {
+      const auto& x = std::get<carried.first[J]>(args);
+      return (x.nonzero >> K) & 1u ? T(factor(j) * x.d[K]) : zero;
+    };
+    auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K> k, std::index_sequence<J...>) {
+      return (... + term(k, std::integral_constant<std::size_t, J>{}));
+    };
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}, nonzero};
+    }(directions);
   }
 }
 
