@@ -145,3 +145,32 @@ TEST_CASE("jacrev and jacfwd of tanh(A x), 64 x 64 (sparse products of the ident
   require_close(tw::jacrev(erased)(x).to_tensor(), want, 1e-15);
   require_close(tw::jacfwd(erased)(x).to_tensor(), want, 1e-15);
 }
+
+TEST_CASE("jacrev and jacfwd: repeated calls over more shapes than the basis cache keeps") {
+  // identity_basis keeps the last 4 bases per thread and shares them (jacobian.hpp): 6 sizes,
+  // twice over, evict and rebuild them, and a Jacobian written to afterwards (copy on write)
+  // must not change the next one.
+  for (int round = 0; round < 2; ++round) {
+    for (const std::int64_t n : {3, 5, 6, 7, 9, 3}) {
+      const tw::tensor<double> A = sample({n, n}, -1, 1, static_cast<unsigned>(100 + n)), x = sample({n}, -1, 1, 7);
+      auto f = [&](auto v) { return tw::tanh(tw::matmul(A, v)); };
+      const tw::tensor<double> y = f(x);
+      std::vector<double> J(static_cast<std::size_t>(n * n));
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < n; ++j)
+          J[static_cast<std::size_t>(i * n + j)] = (1 - y.data()[i] * y.data()[i]) * A.data()[i * n + j];
+      const tw::tensor<double> want({n, n}, J);
+      tw::tensor<double> got = tw::jacrev(f)(x);
+      require_close(got, want, 1e-15);
+      got.data()[0] += 1.0;
+      require_close(tw::jacfwd(f)(x), want, 1e-15);
+      require_close(tw::jacrev(f)(x), want, 1e-15);
+      // The identity map's Jacobian is the basis itself: writing to it must leave the kept one.
+      auto same = [](auto v) { return v; };
+      tw::tensor<double> eye = tw::jacrev(same)(x);
+      eye.data()[1] = 5.0;
+      const tw::tensor<double> eye2 = tw::jacfwd(same)(x);
+      for (std::int64_t i = 0; i < n * n; ++i) REQUIRE(eye2.data()[i] == (i % (n + 1) == 0 ? 1.0 : 0.0));
+    }
+  }
+}

@@ -73,18 +73,31 @@ template <class T>
 void product_into(const T* l, std::int64_t rows, std::int64_t k, const T* r, std::int64_t m, bool r_transposed, T* out) {
   thread_local std::vector<std::int64_t> pos;
   if (m >= 8 && rows * k >= 64 && sparse_positions(l, rows * k, pos) && all_finite(r, k * m)) {
-    std::fill(out, out + rows * m, T(0));
+    // pos ascends, so rows come in order: a row's first nonzero writes it, later ones add to it,
+    // and only rows without a nonzero are zero-filled (each row written once for a basis).
+    std::int64_t filled = 0;  // rows [0, filled) are written
     for (const std::int64_t q : pos) {
       const std::int64_t i = q / k, j = q % k;
       const T v = l[q];
       T* o = out + i * m;
+      const bool first = i >= filled;
+      if (first) {
+        std::fill(out + filled * m, o, T(0));
+        filled = i + 1;
+      }
       if (!r_transposed) {
         // Eigen's vectorised axpy: -O2 does not vectorise a loop of unknown length.
-        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(o, m) += v * Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(r + j * m, m);
+        auto row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(o, m);
+        const auto term = v * Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(r + j * m, m);
+        if (first) row = term;
+        else row += term;
+      } else if (first) {
+        for (std::int64_t c = 0; c < m; ++c) o[c] = v * r[c * k + j];
       } else {
         for (std::int64_t c = 0; c < m; ++c) o[c] += v * r[c * k + j];
       }
     }
+    std::fill(out + filled * m, out + rows * m, T(0));
   } else if (!r_transposed) {
     matrix_map<T>(out, rows, m).noalias() = const_matrix_map<T>(l, rows, k) * const_matrix_map<T>(r, k, m);
   } else {
