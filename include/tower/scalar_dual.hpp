@@ -8,7 +8,8 @@
 //   out.d[k] = sum_i (d out / d x_i) x_i.d[k]
 // On numbers (first order) the tangents are stored scaled, s * d[k], and an op with one argument
 // carrying tangents multiplies s only: a chain of unary ops after a dot product costs one product
-// per op, not N, as in hand-written code (which forms the scalar factor first).
+// per op, not N, as in hand-written code (which forms the scalar factor first). grad's tape-free
+// path also shares one d between operands that store the same one (Share, below).
 // Everything is straight-line code on numbers with no tape and no allocation, so once inlined the
 // compiler keeps it in registers and vectorises a loop of it over examples (vmap's fused form).
 // T may itself be a scalar_dual: grad(grad(f)) on numbers is forward over forward, and a value of
@@ -18,6 +19,7 @@
 // returns dual_unsupported, and a function whose result is dual_unsupported takes grad's general
 // path (the tape) instead; grad checks that at compile time.
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <tuple>
@@ -43,11 +45,16 @@ struct unit_scale {
 template <class T> using scale_t = std::conditional_t<std::is_arithmetic_v<T>, T, unit_scale>;
 }  // namespace detail::duals
 
-template <class T, int N>
+/// Share: an op whose operands all store the same d (s * s, s3 * s3 - s3 after a dot product)
+/// keeps that d and scales it, instead of summing N products per operand (push_tangents). grad's
+/// tape-free path on numbers turns it on; nested duals (jet2's hyper-duals, forward over forward)
+/// leave it off, since there the test rarely folds and costs N compares and selects per op.
+template <class T, int N, bool Share = false>
 struct scalar_dual {
   static_assert(N >= 1 && N <= 32, "scalar_dual: 1 to 32 directions");
   using value_type = T;
   static constexpr int directions = N;
+  static constexpr bool shares = Share;
   T v;
   std::array<T, static_cast<std::size_t>(N)> d;
   /// Bit k clear: d[k] is a structural zero (stored as -0.0). A run-time value, so the type stays
@@ -59,11 +66,11 @@ struct scalar_dual {
 };
 
 template <class X> struct is_scalar_dual : std::false_type {};
-template <class T, int N> struct is_scalar_dual<scalar_dual<T, N>> : std::true_type {};
+template <class T, int N, bool S> struct is_scalar_dual<scalar_dual<T, N, S>> : std::true_type {};
 template <class X> inline constexpr bool is_scalar_dual_v = is_scalar_dual<std::remove_cvref_t<X>>::value;
 
 // A scalar_dual is a scalar at every level (is_scalar_type_v): shape rules treat it as a number.
-template <class T, int N> struct base_type<scalar_dual<T, N>> : base_type<T> {};
+template <class T, int N, bool S> struct base_type<scalar_dual<T, N, S>> : base_type<T> {};
 
 /// The result of an op the tape-free path cannot carry (see the header comment). Every op on it
 /// gives it again; using it as a truth value throws, since grad never runs such a function on
@@ -97,17 +104,17 @@ T lift(const X& x) {
 
 /// Tangent K of x: s * d[K], or the structural zero -0.0 when bit K of the mask is clear (not
 /// s * -0.0, which is NaN when s is infinite: sqrt at 0 has no effect on an unrelated input).
-template <std::size_t K, class T, int N>
-T tangent(const scalar_dual<T, N>& x) {
+template <std::size_t K, class T, int N, bool S>
+T tangent(const scalar_dual<T, N, S>& x) {
   if constexpr (std::is_arithmetic_v<T>) return (x.nonzero >> K) & 1u ? x.s * x.d[K] : T(-0.0);
   else return x.d[K];
 }
 
 /// A T-valued scalar_dual with tangent e_Own: an argument's element seeded in its own direction.
-template <class T, int N, std::size_t Own>
-scalar_dual<T, N> seed(const T& v) {
+template <class T, int N, std::size_t Own, bool Share = false>
+scalar_dual<T, N, Share> seed(const T& v) {
   return [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return scalar_dual<T, N>{v, {lift<T>(K == Own ? 1.0 : -0.0)...}, std::uint32_t{1} << Own};
+    return scalar_dual<T, N, Share>{v, {lift<T>(K == Own ? 1.0 : -0.0)...}, std::uint32_t{1} << Own};
   }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
 }
 
@@ -177,6 +184,16 @@ D push_tangents(const T& out, const P& partials, const A&... a) {
     if constexpr (std::is_arithmetic_v<T>) return std::get<carried.first[J]>(partials) * x.s;
     else return std::get<carried.first[J]>(partials);
   };
+  auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>, std::integral_constant<std::size_t, J> j) {
+    const auto& x = std::get<carried.first[J]>(args);
+    return (x.nonzero >> K) & 1u ? T(factor(j) * x.d[K]) : zero;
+  };
+  auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K> k, std::index_sequence<J...>) {
+    return (... + term(k, std::integral_constant<std::size_t, J>{}));
+  };
+  auto summed = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}, nonzero};
+  };
   if constexpr (std::is_arithmetic_v<T> && carried.second == 1) {
     const auto& x = std::get<carried.first[0]>(args);
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -184,17 +201,36 @@ D push_tangents(const T& out, const P& partials, const A&... a) {
       r.s = on ? factor(std::integral_constant<std::size_t, 0>{}) : T(1);
       return r;
     }(directions);
-  } else {
-    auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>, std::integral_constant<std::size_t, J> j) {
-      const auto& x = std::get<carried.first[J]>(args);
-      return (x.nonzero >> K) & 1u ? T(factor(j) * x.d[K]) : zero;
-    };
-    auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K> k, std::index_sequence<J...>) {
-      return (... + term(k, std::integral_constant<std::size_t, J>{}));
-    };
+  } else if constexpr (std::is_arithmetic_v<T> && D::shares) {
+    // Arguments whose stored d are the same bits (s * s, or s3 * s3 - s3 after a dot product: one
+    // d scaled differently) share it, and out scales it by sum_i partial_i * s_i: one product
+    // per op instead of N. The test compares bit patterns, so the compiler folds it to true when
+    // the d are the same values (one d copied through the chain) and to false when the masks
+    // differ (x * y of two seeds); otherwise both forms are computed and one chosen per example,
+    // no branch. Both forms are exact derivatives; they differ in rounding only.
+    using bits_t = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+    const auto& x0 = std::get<carried.first[0]>(args);
+    // The differing bits of the masks and the d of each argument against the first, OR-ed.
+    const bits_t differ = [&]<std::size_t... J>(std::index_sequence<J...>) {
+      auto against_first = [&](const D& x) {
+        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return bits_t(x.nonzero ^ x0.nonzero) | (... | (std::bit_cast<bits_t>(x.d[K]) ^ std::bit_cast<bits_t>(x0.d[K])));
+        }(directions);
+      };
+      return (bits_t(0) | ... | against_first(std::get<carried.first[J + 1]>(args)));
+    }(std::make_index_sequence<carried.second - 1>{});
+    const bool shared = differ == 0;
+    const T scale = [&]<std::size_t... J>(std::index_sequence<J...>) {
+      return (... + factor(std::integral_constant<std::size_t, J>{}));
+    }(std::make_index_sequence<carried.second>{});
+    const D full = summed(directions);
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}, nonzero};
+      D r{out, {(shared ? (on ? x0.d[K] : zero) : full.d[K])...}, nonzero};
+      r.s = shared && on ? scale : T(1);
+      return r;
     }(directions);
+  } else {
+    return summed(directions);
   }
 }
 

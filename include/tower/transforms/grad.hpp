@@ -135,7 +135,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
         using R = typename decltype([]<std::size_t... K>(std::index_sequence<K...>) {
           return std::type_identity<std::invoke_result_t<const F&, decltype(forward_arg<K, A...>(std::declval<const A&>()))...>>{};
         }(std::index_sequence_for<A...>{}))::type;
-        using D = scalar_dual<X, directions<A...>()>;
+        using D = scalar_dual<X, directions<A...>(), shares_tangents<X, directions<A...>()>>;
         if constexpr (!HasAux) {
           return forward_result_ok<R, X, D>();
         } else if constexpr (!requires { typename std::tuple_size<R>::type; }) {
@@ -166,7 +166,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   template <class... A>
   [[gnu::always_inline, gnu::flatten]] inline auto forward_body(bool prev, const A&... a) const {
     using X = forward_input_t<A...>;
-    using D = scalar_dual<X, directions<A...>()>;
+    using D = scalar_dual<X, directions<A...>(), shares_tangents<X, directions<A...>()>>;
     namespace du = detail::duals;
     auto result = [&]<std::size_t... K>(std::index_sequence<K...>) {
       return f(forward_arg<K, A...>(a)...);
@@ -230,6 +230,12 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   template <class... A>
   using forward_input_t = detail::fixeds::scalar_t<arg_t<static_cast<std::size_t>(detail::first_of<I...>()), A...>>;
 
+  /// Whether the tape-free path's duals share equal stored tangents (scalar_dual.hpp): on plain
+  /// numbers with two directions or more (with one there is nothing to save). Not inside another
+  /// tape-free transform (X a scalar_dual), where the test seldom folds.
+  template <class X, int N>
+  static constexpr bool shares_tangents = std::is_arithmetic_v<X> && N >= 2;
+
   /// Directions of the tape-free path: one per differentiated number or element of a fixed.
   template <class... A>
   static constexpr int directions() {
@@ -254,7 +260,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       using X = forward_input_t<A...>;
       constexpr int n = directions<A...>();
       constexpr std::size_t first = offset<detail::index_of<static_cast<int>(K), I...>(), A...>();
-      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) { return du::seed<X, n, Own>(v); };
+      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) { return du::seed<X, n, Own, shares_tangents<X, n>>(v); };
       if constexpr (is_fixed_v<arg_t<K, A...>>)
         return detail::fixeds::generate<arg_t<K, A...>>([&](auto k) {
           return seed(detail::fixeds::flat<decltype(k)::value>(x), std::integral_constant<std::size_t, first + decltype(k)::value>{});
