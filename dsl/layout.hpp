@@ -47,19 +47,19 @@ inline std::int64_t norm_dim(const char* op, std::int64_t d, std::int64_t rank) 
 
 struct permute_op {
   static constexpr const char* name = "permute";
-  std::vector<std::int64_t> perm;
+  shape_t perm;
   template <class X> auto base(const X& x) const { return kernels::permute(x, perm); }
   template <class BS, class X> auto batch(BS, const X& x) const {
     const auto p = kernels::normalize_dims(name, perm, logical_rank(x));
     if (static_cast<std::int64_t>(p.size()) != logical_rank(x))
       throw error("permute: " + std::to_string(p.size()) + " dims given for a value of shape " + detail::shape_str(logical_shape(x)));
-    std::vector<std::int64_t> q{0};
+    shape_t q{0};
     for (auto d : p) q.push_back(d + 1);
     return call_op(permute_op{q}, x.value);
   }
   template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
     const auto p = kernels::normalize_dims(name, perm, rank(x));
-    std::vector<std::int64_t> inv(p.size());
+    shape_t inv(p.size());
     for (std::size_t k = 0; k < p.size(); ++k) inv[static_cast<std::size_t>(p[k])] = static_cast<std::int64_t>(k);
     return std::make_tuple(call_op(permute_op{inv}, g));
   }
@@ -67,12 +67,12 @@ struct permute_op {
 };
 
 /// Dims of x reordered: result dim k is x's dim perm[k].
-template <operand X> auto permute(const X& x, std::vector<std::int64_t> perm) { return call_op(permute_op{std::move(perm)}, x); }
+template <operand X> auto permute(const X& x, shape_t perm) { return call_op(permute_op{std::move(perm)}, x); }
 
 /// x with dims d0 and d1 swapped.
 template <operand X> auto transpose(const X& x, std::int64_t d0, std::int64_t d1) {
   const std::int64_t r = rank(x);
-  std::vector<std::int64_t> p(static_cast<std::size_t>(r));
+  shape_t p(static_cast<std::size_t>(r));
   std::iota(p.begin(), p.end(), 0);
   std::swap(p.at(static_cast<std::size_t>(detail::norm_dim("transpose", d0, r))), p.at(static_cast<std::size_t>(detail::norm_dim("transpose", d1, r))));
   return permute(x, std::move(p));
@@ -318,7 +318,7 @@ template <operand S, operand I, operand X> auto scatter_add(const S& self, std::
 }
 
 /// The entries of x at `index` along dim (torch.index_select), as a gather.
-template <operand X> auto index_select(const X& x, std::int64_t dim, const std::vector<std::int64_t>& index) {
+template <operand X> auto index_select(const X& x, std::int64_t dim, const shape_t& index) {
   const shape_t s = shape(x);
   const std::int64_t d = detail::norm_dim("index_select", dim, static_cast<std::int64_t>(s.size()));
   const std::int64_t n = s[static_cast<std::size_t>(d)];

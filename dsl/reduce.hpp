@@ -18,13 +18,13 @@ namespace tower {
 
 struct sum_op {
   static constexpr const char* name = "sum";
-  std::vector<std::int64_t> dims;  // ignored when all
+  shape_t dims;  // ignored when all
   bool keepdim = false;
   bool all = true;
 
-  std::vector<std::int64_t> dims_for(std::int64_t rank) const {
+  shape_t dims_for(std::int64_t rank) const {
     if (!all) return kernels::normalize_dims("sum", dims, rank);
-    std::vector<std::int64_t> d(static_cast<std::size_t>(rank));
+    shape_t d(static_cast<std::size_t>(rank));
     std::iota(d.begin(), d.end(), 0);
     return d;
   }
@@ -108,7 +108,7 @@ auto sum(const X& x, std::int64_t dim, bool keepdim = false) { return call_op(su
 
 /// Sum over several dims.
 template <operand X>
-auto sum(const X& x, std::vector<std::int64_t> dims, bool keepdim = false) {
+auto sum(const X& x, shape_t dims, bool keepdim = false) {
   return call_op(sum_op{std::move(dims), keepdim, false}, x);
 }
 
@@ -122,7 +122,7 @@ auto sum_to_like(const G& g, const X& x) {
     if (gs.size() < xs.size())
       throw error("sum_to: cannot reduce shape " + detail::shape_str(gs) + " to " + detail::shape_str(xs));
     const std::size_t lead = gs.size() - xs.size();
-    std::vector<std::int64_t> dims;
+    shape_t dims;
     for (std::size_t k = 0; k < gs.size(); ++k)
       if (k < lead || (xs[k - lead] == 1 && gs[k] != 1)) dims.push_back(static_cast<std::int64_t>(k));
     return call_op(reshape_op{xs}, call_op(sum_op{dims, false, false}, g));
@@ -131,13 +131,13 @@ auto sum_to_like(const G& g, const X& x) {
 
 /// Dims and keepdim of a reduction (all dims when `all`), shared by the reduction ops.
 struct reduction_dims {
-  std::vector<std::int64_t> dims;
+  shape_t dims;
   bool keepdim = false;
   bool all = true;
 
-  std::vector<std::int64_t> dims_for(const char* op, std::int64_t rank) const {
+  shape_t dims_for(const char* op, std::int64_t rank) const {
     if (!all) return kernels::normalize_dims(op, dims, rank);
-    std::vector<std::int64_t> d(static_cast<std::size_t>(rank));
+    shape_t d(static_cast<std::size_t>(rank));
     std::iota(d.begin(), d.end(), 0);
     return d;
   }
@@ -217,7 +217,7 @@ using amin_op = extremum_op<false>;
   template <operand X> auto NAME(const X& x, std::int64_t dim, bool keepdim = false) {                      \
     return call_op(NAME##_op{{}, {{dim}, keepdim, false}}, x);                                                  \
   }                                                                                                         \
-  template <operand X> auto NAME(const X& x, std::vector<std::int64_t> dims, bool keepdim = false) {        \
+  template <operand X> auto NAME(const X& x, shape_t dims, bool keepdim = false) {        \
     return call_op(NAME##_op{{}, {std::move(dims), keepdim, false}}, x);                                        \
   }
 TOWER_REDUCTION_FN(prod)
@@ -244,7 +244,7 @@ template <class X> auto amax_r(const X& x, const reduction_dims& r) { return cal
   template <operand X> auto NAME(const X& x, std::int64_t dim, bool keepdim = false) {                      \
     return NAME##_impl(x, reduction_dims{{dim}, keepdim, false});                                           \
   }                                                                                                         \
-  template <operand X> auto NAME(const X& x, std::vector<std::int64_t> dims, bool keepdim = false) {        \
+  template <operand X> auto NAME(const X& x, shape_t dims, bool keepdim = false) {        \
     return NAME##_impl(x, reduction_dims{std::move(dims), keepdim, false});                                 \
   }
 
@@ -274,7 +274,7 @@ template <class X> auto logsumexp_impl(const X& x, const reduction_dims& r) {
 TOWER_COMPOSITE_REDUCTION(logsumexp)
 
 /// Variance over dims with Bessel's `correction` (1: unbiased, torch's default; 0: population).
-template <operand X> auto var(const X& x, std::vector<std::int64_t> dims, bool keepdim = false, double correction = 1.0) {
+template <operand X> auto var(const X& x, shape_t dims, bool keepdim = false, double correction = 1.0) {
   const reduction_dims r{std::move(dims), keepdim, false}, kept{r.dims, true, false};
   const double n = detail::reduced_count("var", r, x);
   if (n - correction <= 0) throw error("var: " + std::to_string(n) + " elements are too few for correction " + std::to_string(correction));
@@ -282,16 +282,16 @@ template <operand X> auto var(const X& x, std::vector<std::int64_t> dims, bool k
   return detail::sum_r(d * d, r) * (1.0 / (n - correction));
 }
 template <operand X> auto var(const X& x, std::int64_t dim, bool keepdim = false, double correction = 1.0) {
-  return var(x, std::vector<std::int64_t>{dim}, keepdim, correction);
+  return var(x, shape_t{dim}, keepdim, correction);
 }
 template <operand X> auto var(const X& x) {
-  std::vector<std::int64_t> all(static_cast<std::size_t>(rank(x)));
+  shape_t all(static_cast<std::size_t>(rank(x)));
   std::iota(all.begin(), all.end(), 0);
   return var(x, std::move(all));
 }
 
 /// Vector p-norm over dims (p = 1, 2, or infinity); ord 2 is the default, as torch.linalg.vector_norm.
-template <operand X> auto norm(const X& x, double p, std::vector<std::int64_t> dims, bool keepdim = false) {
+template <operand X> auto norm(const X& x, double p, shape_t dims, bool keepdim = false) {
   const bool all = dims.empty();
   const reduction_dims r{std::move(dims), keepdim, all};
   if (p == 2) return sqrt(detail::sum_r(x * x, r));
@@ -299,9 +299,9 @@ template <operand X> auto norm(const X& x, double p, std::vector<std::int64_t> d
   if (std::isinf(p) && p > 0) return detail::amax_r(abs(x), r) * 1.0;
   throw error("norm: p = " + std::to_string(p) + " is not supported (use 1, 2 or infinity)");
 }
-template <operand X> auto norm(const X& x, double p = 2.0) { return norm(x, p, std::vector<std::int64_t>{}); }
+template <operand X> auto norm(const X& x, double p = 2.0) { return norm(x, p, shape_t{}); }
 template <operand X> auto norm(const X& x, double p, std::int64_t dim, bool keepdim = false) {
-  return norm(x, p, std::vector<std::int64_t>{dim}, keepdim);
+  return norm(x, p, shape_t{dim}, keepdim);
 }
 
 #undef TOWER_COMPOSITE_REDUCTION

@@ -140,8 +140,8 @@ inline constexpr op_fn<zeros_like_op> zeros_like{};
 
 namespace detail {
 template <class X> auto zeros_like_value(const X& x) { return call_op(zeros_like_op{}, x); }
-template <class X> auto reshape_value(const X& x, const std::vector<std::int64_t>& s) { return call_op(reshape_op{s}, x); }
-template <class X> auto broadcast_values(const X& x, const std::vector<std::int64_t>& s) { return call_op(broadcast_to_op{s}, x); }
+template <class X> auto reshape_value(const X& x, const shape_t& s) { return call_op(reshape_op{s}, x); }
+template <class X> auto broadcast_values(const X& x, const shape_t& s) { return call_op(broadcast_to_op{s}, x); }
 template <class V, class G>
 auto cast_adjoint(const G& g) {
   if constexpr (is_scalar_type_v<V>) return call_op(item_op{}, g);

@@ -96,7 +96,7 @@ TEST_CASE("permute: every permutation of a shape with size-1 dims against an ind
   const shape_t shapes[] = {{1, 3, 2}, {3, 1, 2}, {2, 3, 1}, {1, 4, 1}, {2, 3, 4}};
   for (const shape_t& s : shapes) {
     const tw::tensor<double> x = sample(s);
-    std::vector<std::int64_t> perm{0, 1, 2};
+    shape_t perm{0, 1, 2};
     do {
       tw::tensor<double> y = tw::permute(x, perm);
       for (std::int64_t i = 0; i < s[0]; ++i)

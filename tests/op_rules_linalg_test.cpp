@@ -130,6 +130,45 @@ TEST_CASE("matmul: mostly-zero operands (identity bases) give the dense product'
   }
 }
 
+namespace {
+/// got == want entry by entry, NaN where want has NaN.
+void require_same_or_nan(const tw::tensor<double>& got, const tw::tensor<double>& want) {
+  REQUIRE(got.shape() == want.shape());
+  for (std::int64_t i = 0; i < want.numel(); ++i) {
+    const double g = got.data()[i], w = want.data()[i];
+    INFO("entry " << i);
+    REQUIRE(std::isnan(g) == std::isnan(w));
+    if (!std::isnan(w)) REQUIRE(g == Approx(w).margin(1e-14));
+  }
+}
+}  // namespace
+
+TEST_CASE("matmul: diagonal operands (the basis after elementwise ops) give the dense product's numbers") {
+  // product_into's diagonal path: diag(d) r row by row, and the transposed layout (one matrix
+  // times a stack of one-hot columns, as jacfwd pushes the basis through A x). Off-diagonal
+  // -0.0 still counts as diagonal; one entry off the diagonal, or a non-finite entry in the
+  // other operand (0 * inf is NaN), must give the dense product's numbers.
+  for (const std::int64_t n : {8, 9, 16, 17, 64}) {
+    INFO("n = " << n);
+    const tw::tensor<double> d = sample({n}, -1, 1, static_cast<unsigned>(200 + n));
+    std::vector<double> dv(static_cast<std::size_t>(n * n), 0.0);
+    for (std::int64_t i = 0; i < n; ++i) dv[static_cast<std::size_t>(i * (n + 1))] = d.data()[i];
+    dv[static_cast<std::size_t>(n - 1)] = -0.0;
+    const std::int64_t m = n + 3;
+    const tw::tensor<double> r = sample({n, m}, -1, 1, static_cast<unsigned>(300 + n)), w = sample({m, n}, -1, 1, 7);
+    for (const int variant : {0, 1, 2, 3}) {
+      INFO("variant " << variant);
+      std::vector<double> lv = dv, rv(r.data(), r.data() + r.numel()), wv(w.data(), w.data() + w.numel());
+      if (variant == 1) lv[static_cast<std::size_t>(n * (n - 1) + 1)] = 0.5;  // one entry off the diagonal
+      if (variant == 2) rv[static_cast<std::size_t>(m + 2)] = std::numeric_limits<double>::infinity(), wv[5] = std::numeric_limits<double>::infinity();
+      if (variant == 3) rv.back() = std::numeric_limits<double>::quiet_NaN(), wv.back() = std::numeric_limits<double>::quiet_NaN();
+      const tw::tensor<double> l({n, 1, n}, lv), rr({n, m}, rv), ww({m, n}, wv), cols({n, n, 1}, lv);
+      require_same_or_nan(tw::matmul(l, rr), naive_matmul(l, rr));
+      require_same_or_nan(tw::matmul(ww, cols), naive_matmul(ww, cols));
+    }
+  }
+}
+
 TEST_CASE("jacrev and jacfwd of tanh(A x), 64 x 64 (sparse products of the identity basis), both paths") {
   const tw::tensor<double> A = sample({64, 64}, -0.2, 0.2, 97), x = sample({64}, -1, 1, 98);
   auto f = [&](auto v) { return tw::tanh(tw::matmul(A, v)); };

@@ -29,7 +29,7 @@ template <class C, class Y> struct is_cotangent_seed<cotangent_seed<C, Y>> : std
 template <class T> inline constexpr bool is_cotangent_seed_v = is_cotangent_seed<std::remove_cvref_t<T>>::value;
 
 /// A cotangent must have its output's shape exactly (functorch's vjp_fn checks the same).
-inline void require_cotangent_shape(const std::vector<std::int64_t>& c, const std::vector<std::int64_t>& y) {
+inline void require_cotangent_shape(const shape_t& c, const shape_t& y) {
   if (c != y) throw error("vjp: the cotangent has shape " + shape_str(c) + " but f's output has shape " + shape_str(y));
 }
 

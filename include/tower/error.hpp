@@ -8,7 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <vector>
+
+#include "tower/shape_vector.hpp"
 
 namespace tower {
 
@@ -18,7 +19,7 @@ class error : public std::runtime_error {
 };
 
 namespace detail {
-inline std::string shape_str(const std::vector<std::int64_t>& s) {
+inline std::string shape_str(const shape_t& s) {
   std::ostringstream os;
   os << '[';
   for (std::size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];

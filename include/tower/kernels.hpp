@@ -109,8 +109,8 @@ inline shape_t broadcast_shapes(const char* op, const shape_t& a, const shape_t&
 }
 
 /// Row-major strides of `in` seen through broadcasting to `out` (0 on broadcast dims).
-inline std::vector<std::int64_t> broadcast_strides(const shape_t& in, const shape_t& out) {
-  std::vector<std::int64_t> st(out.size(), 0);
+inline shape_t broadcast_strides(const shape_t& in, const shape_t& out) {
+  shape_t st(out.size(), 0);
   std::int64_t s = 1;
   for (std::size_t k = 0; k < in.size(); ++k) {
     const std::size_t i = in.size() - 1 - k, o = out.size() - 1 - k;
@@ -129,12 +129,12 @@ inline std::vector<std::int64_t> broadcast_strides(const shape_t& in, const shap
 /// Independent: every call writes its own output element and reads only the inputs (no
 /// reduction into one slot), so the inner loop may be vectorised without an alias check.
 template <bool Independent = false, class Body>
-void for_each_broadcast(const shape_t& out_full, const std::vector<std::int64_t>& sa_full,
-                        const std::vector<std::int64_t>& sb_full, Body&& body) {
+void for_each_broadcast(const shape_t& out_full, const shape_t& sa_full,
+                        const shape_t& sb_full, Body&& body) {
   const std::int64_t n = numel_of(out_full);
   if (n == 0) return;
   shape_t out;
-  std::vector<std::int64_t> sa, sb;
+  shape_t sa, sb;
   for (std::size_t k = 0; k < out_full.size(); ++k) {
     if (out_full[k] == 1) continue;
     if (!out.empty() && sa.back() == sa_full[k] * out_full[k] && sb.back() == sb_full[k] * out_full[k]) {
@@ -157,7 +157,7 @@ void for_each_broadcast(const shape_t& out_full, const std::vector<std::int64_t>
   // short rows (8 elements for a Hessian on R^8) it would otherwise turn once per row.
   const std::size_t outer = r >= 2 ? r - 2 : 0;
   const std::int64_t mid = r >= 2 ? out[r - 2] : 1, ma = r >= 2 ? sa[r - 2] : 0, mb = r >= 2 ? sb[r - 2] : 0;
-  std::vector<std::int64_t> idx(outer, 0);
+  shape_t idx(outer, 0);
   // The inner strides as compile-time constants in the common cases (both contiguous, one
   // broadcast, a reduction into one slot), so the inner loop vectorises.
   auto rows = [&](auto ka, auto kb) {
@@ -248,7 +248,7 @@ auto zip(const char* op, const A& a, const B& b, F&& f) {
   }
 }
 
-inline std::vector<std::int64_t> normalize_dims(const char* op, std::vector<std::int64_t> dims, std::int64_t rank) {
+inline shape_t normalize_dims(const char* op, shape_t dims, std::int64_t rank) {
   std::vector<bool> seen(static_cast<std::size_t>(rank), false);
   for (auto& d : dims) {
     if (d < -rank || d >= rank)
@@ -262,7 +262,7 @@ inline std::vector<std::int64_t> normalize_dims(const char* op, std::vector<std:
 
 /// Sum over `dims` (empty: none). With keepdim the reduced dims stay as size 1.
 template <class X>
-auto sum(const X& x, std::vector<std::int64_t> dims, bool keepdim) {
+auto sum(const X& x, shape_t dims, bool keepdim) {
   if constexpr (is_plain_scalar_v<X>) {
     normalize_dims("sum", dims, 0);
     return x;
@@ -360,14 +360,14 @@ tensor<T> movedim(const tensor<T>& x, std::int64_t src, std::int64_t dst) {
   src = tensor<T>::normalize_dim(src, r);
   dst = tensor<T>::normalize_dim(dst, r);
   if (src == dst) return x;
-  std::vector<std::int64_t> perm;
+  shape_t perm;
   for (std::int64_t k = 0; k < r; ++k)
     if (k != src) perm.push_back(k);
   perm.insert(perm.begin() + dst, src);
   shape_t out(static_cast<std::size_t>(r));
   for (std::int64_t k = 0; k < r; ++k) out[static_cast<std::size_t>(k)] = x.shape()[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
   // Stride of each output dim in the input.
-  std::vector<std::int64_t> in_st(static_cast<std::size_t>(r), 1), st(static_cast<std::size_t>(r));
+  shape_t in_st(static_cast<std::size_t>(r), 1), st(static_cast<std::size_t>(r));
   for (std::int64_t k = r - 1; k > 0; --k)
     in_st[static_cast<std::size_t>(k - 1)] = in_st[static_cast<std::size_t>(k)] * x.shape()[static_cast<std::size_t>(k)];
   for (std::int64_t k = 0; k < r; ++k) st[static_cast<std::size_t>(k)] = in_st[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];

@@ -62,8 +62,8 @@ namespace detail {
 template <class A, class B> auto add_values(const A& a, const B& b);
 template <class V, class G> auto cast_adjoint(const G& g);
 template <class X> auto zeros_like_value(const X& x);
-template <class X> auto reshape_value(const X& x, const std::vector<std::int64_t>& s);
-template <class X> auto broadcast_values(const X& x, const std::vector<std::int64_t>& s);
+template <class X> auto reshape_value(const X& x, const shape_t& s);
+template <class X> auto broadcast_values(const X& x, const shape_t& s);
 // vmap's batching rule of Op, or the per-example fallback (batch_fallback.hpp).
 template <class Op, class BS, class... B> auto batch_rule_or_fallback(const Op& op, BS batch_size, const B&... x);
 }  // namespace detail

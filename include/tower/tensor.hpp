@@ -24,10 +24,9 @@
 
 #include "tower/buffer_pool.hpp"
 #include "tower/error.hpp"
+#include "tower/shape_vector.hpp"
 
 namespace tower {
-
-using shape_t = std::vector<std::int64_t>;
 
 namespace detail {
 /// std::allocator whose construct() without arguments default-initialises: a buffer of n

@@ -5,9 +5,11 @@
 #include <Eigen/Core>
 #include <Eigen/LU>
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tower/kernels.hpp"
@@ -40,7 +42,7 @@ inline void require_matrices(const char* op, const shape_t& a, const shape_t& b)
 /// block only when it has a nonzero, and stops once past n / 8: a dense operand costs a scan of
 /// about an eighth of it.
 template <class T>
-bool sparse_positions(const T* p, std::int64_t n, std::vector<std::int64_t>& pos) {
+bool sparse_positions(const T* p, std::int64_t n, shape_t& pos) {
   const std::size_t limit = static_cast<std::size_t>(n / 8);
   pos.clear();
   std::int64_t i = 0;
@@ -64,6 +66,65 @@ bool all_finite(const T* p, std::int64_t n) {
   return (Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(p, n) * T(0)).sum() == T(0);
 }
 
+/// Whether the n x n matrix at p is diagonal: every entry off the diagonal is +0 or -0. The
+/// entries off the diagonal are n - 1 runs of n, each between two diagonal entries; their bit
+/// patterns are ORed without a branch (so the loop vectorises and costs one pass of loads) and
+/// the sign bit cleared at the end. A dense matrix fails on its first two off-diagonal entries.
+template <class T>
+bool is_diagonal(const T* p, std::int64_t n) {
+  using U = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  static_assert(sizeof(U) == sizeof(T));
+  constexpr U magnitude = static_cast<U>(~(U(1) << (8 * sizeof(T) - 1)));
+  if (n > 1 && ((std::bit_cast<U>(p[1]) | std::bit_cast<U>(p[n])) & magnitude)) return false;
+  U acc[16] = {};
+  for (std::int64_t i = 0; i + 1 < n; ++i) {
+    const T* run = p + i * (n + 1) + 1;
+    std::int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+      for (int u = 0; u < 16; ++u) acc[u] |= std::bit_cast<U>(run[j + u]);
+    for (; j < n; ++j) acc[0] |= std::bit_cast<U>(run[j]);
+  }
+  U any = 0;
+  for (const U a : acc) any |= a;
+  return !(any & magnitude);
+}
+
+/// diag(l) * r into out for a diagonal n x n l (r: n x m, or m x n when `r_transposed`), if r is
+/// finite: skipping the zeros of l is exact only where 0 * r is 0. The check rides on the one
+/// pass over r (sum of r * 0, NaN once an entry is not finite); false leaves out to be rewritten.
+template <class T>
+bool diagonal_product(const T* l, std::int64_t n, const T* r, std::int64_t m, bool r_transposed, T* __restrict out) {
+  T acc[8] = {};
+  if (!r_transposed) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const T d = l[i * n + i];
+      const T* ri = r + i * m;
+      T* o = out + i * m;
+      std::int64_t c = 0;
+      for (; c + 8 <= m; c += 8) {
+TOWER_NO_ALIAS_LOOP
+        for (std::int64_t u = 0; u < 8; ++u) {
+          o[c + u] = d * ri[c + u];
+          acc[u] += ri[c + u] * T(0);
+        }
+      }
+      for (; c < m; ++c) {
+        o[c] = d * ri[c];
+        acc[0] += ri[c] * T(0);
+      }
+    }
+  } else {
+    // out[i, c] = l[i, i] r[c, i]: a scaled transpose (Eigen's), after the check on its own.
+    if (!all_finite(r, n * m)) return false;
+    Eigen::Matrix<T, Eigen::Dynamic, 1> d(n);
+    for (std::int64_t i = 0; i < n; ++i) d[i] = l[i * n + i];
+    matrix_map<T>(out, n, m).noalias() = d.asDiagonal() * const_matrix_map<T>(r, m, n).transpose();
+  }
+  T sum = 0;
+  for (const T a : acc) sum += a;
+  return sum == T(0);
+}
+
 /// l * r (rows x k times k x m, both row-major; `r_transposed`: r given as its transpose, m x k)
 /// into out. Eigen's GEMM, except when l is mostly zeros and r finite: then one axpy of a row of
 /// r per nonzero of l. The Jacobian transforms push an identity basis through matmul (jacrev:
@@ -71,7 +132,9 @@ bool all_finite(const T* p, std::int64_t n) {
 /// exact only where 0 * r is 0, hence finite r.
 template <class T>
 void product_into(const T* l, std::int64_t rows, std::int64_t k, const T* r, std::int64_t m, bool r_transposed, T* out) {
-  thread_local std::vector<std::int64_t> pos;
+  // A diagonal l (the basis after elementwise ops): one scaled row of r per row of l.
+  if (rows == k && m >= 8 && k >= 8 && is_diagonal(l, k) && diagonal_product(l, k, r, m, r_transposed, out)) return;
+  thread_local shape_t pos;
   if (m >= 8 && rows * k >= 64 && sparse_positions(l, rows * k, pos) && all_finite(r, k * m)) {
     // pos ascends, so rows come in order: a row's first nonzero writes it, later ones add to it,
     // and only rows without a nonzero are zero-filled (each row written once for a basis).

@@ -14,7 +14,7 @@ namespace tower::kernels {
 
 /// Reduces over `dims` with `combine(acc, v)` starting from `init`; keepdim keeps them as size 1.
 template <class X, class Combine>
-auto reduce(const char* op, const X& x, std::vector<std::int64_t> dims, bool keepdim, double init, Combine combine) {
+auto reduce(const char* op, const X& x, shape_t dims, bool keepdim, double init, Combine combine) {
   if constexpr (is_plain_scalar_v<X>) {
     normalize_dims(op, dims, 0);
     return static_cast<X>(combine(init, x));
@@ -41,7 +41,7 @@ auto reduce(const char* op, const X& x, std::vector<std::int64_t> dims, bool kee
 
 /// Permutes dims: result dim k is input dim perm[k].
 template <class X>
-auto permute(const X& x, std::vector<std::int64_t> perm) {
+auto permute(const X& x, shape_t perm) {
   if constexpr (is_plain_scalar_v<X>) {
     if (!perm.empty()) throw error("permute: " + std::to_string(perm.size()) + " dims given for a scalar");
     return x;
@@ -51,7 +51,7 @@ auto permute(const X& x, std::vector<std::int64_t> perm) {
     if (static_cast<std::int64_t>(perm.size()) != r)
       throw error("permute: " + std::to_string(perm.size()) + " dims given for a tensor of shape " + detail::shape_str(x.shape()));
     perm = normalize_dims("permute", std::move(perm), r);
-    std::vector<std::int64_t> in_st(static_cast<std::size_t>(r), 1), st(static_cast<std::size_t>(r));
+    shape_t in_st(static_cast<std::size_t>(r), 1), st(static_cast<std::size_t>(r));
     for (std::int64_t k = r - 1; k > 0; --k)
       in_st[static_cast<std::size_t>(k - 1)] = in_st[static_cast<std::size_t>(k)] * x.shape()[static_cast<std::size_t>(k)];
     shape_t out(static_cast<std::size_t>(r));
@@ -173,10 +173,10 @@ void gather_positions(const char* op, const shape_t& xs, std::int64_t dim, const
     if (static_cast<std::int64_t>(k) != dim && is[k] > xs[k])
       throw error(std::string(op) + ": index shape " + detail::shape_str(is) + " exceeds input shape " + detail::shape_str(xs) +
                   " at dim " + std::to_string(k));
-  std::vector<std::int64_t> xst(xs.size(), 1);
+  shape_t xst(xs.size(), 1);
   for (std::size_t k = xs.size(); k-- > 1;) xst[k - 1] = xst[k] * xs[k];
   const std::int64_t n = numel_of(is);
-  std::vector<std::int64_t> idx(is.size(), 0);
+  shape_t idx(is.size(), 0);
   const T* ip = index.data();
   for (std::int64_t i = 0; i < n; ++i) {
     std::int64_t off = 0;

@@ -134,7 +134,7 @@ inline leaf_adjoints backward(const value& out, const value* seed = nullptr) {
 /// vmap on the runtime path. `in_dims[i]` empty means not batched.
 template <class Call, std::size_t N>
 auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
-                   const std::vector<std::int64_t>& out_dims, const std::array<value, N>& args, randomness_kind randomness) {
+                   const shape_t& out_dims, const std::array<value, N>& args, randomness_kind randomness) {
   const int level = top_live_level() + 1;
   interpreter_scope scope(transform_type::vmap, level);
   scope.entry().randomness = randomness;
@@ -169,7 +169,7 @@ auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t
 /// vmap on the runtime path; with chunk_size, a chunk of the batch at a time.
 template <class Call, std::size_t N>
 auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
-              const std::vector<std::int64_t>& out_dims, const std::array<value, N>& args,
+              const shape_t& out_dims, const std::array<value, N>& args,
               randomness_kind randomness = randomness_kind::error, std::int64_t chunk_size = 0) {
   if (chunk_size > 0) {
     std::int64_t bs = -1;

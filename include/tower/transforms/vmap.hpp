@@ -241,7 +241,7 @@ struct vmap_transform {
          else return d;
        }()), ...);
     }(std::index_sequence_for<A...>{});
-    std::vector<std::int64_t> outs;
+    shape_t outs;
     std::apply([&](auto... o) { (outs.push_back(o), ...); }, out.dims);
     auto call = [&](const std::array<dyn::value, N>& w) { return std::apply(f, w); };
     return dyn::run_vmap(call, dims, outs, std::array<dyn::value, N>{runtime::detail::to_value(a)...}, opts.randomness,
