@@ -150,12 +150,41 @@ TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
 #undef TOWER_UNARY_OP
 #undef TOWER_UNARY_OP_BASE
 
+struct mul_op;
+namespace detail {
+/// An elementwise result r = op(a, b) with the structure it is known to have: a product of a
+/// known_diagonal tensor (not broadcast) and a finite operand is diagonal too (0 * y is 0 for
+/// finite y), as the identity basis is after tanh's VJP. The check reads the other operand
+/// only when it is small (broadcast against the diagonal one, or a number).
+template <class Op, class R, class A, class B>
+R known_structure(R r, const A& a, const B& b) {
+  if constexpr (std::is_same_v<Op, mul_op> && is_tensor_v<R>) {
+    auto keeps = [&](const auto& d, const auto& other) {
+      using O = std::remove_cvref_t<decltype(other)>;
+      if constexpr (!is_tensor_v<std::remove_cvref_t<decltype(d)>>) {
+        return false;
+      } else if (!d.known_diagonal() || d.shape() != r.shape()) {
+        return false;
+      } else if constexpr (is_tensor_v<O>) {
+        return other.numel() * 4 <= r.numel() && kernels::all_finite(other.data(), other.numel());
+      } else if constexpr (std::is_arithmetic_v<O>) {
+        return std::isfinite(static_cast<double>(other));
+      } else {
+        return false;
+      }
+    };
+    if (keeps(a, b) || keeps(b, a)) mark_diagonal(r);
+  }
+  return r;
+}
+}  // namespace detail
+
 #define TOWER_BINARY_OP(NAME, KERNEL, VJP_A, VJP_B, JVP)                                         \
   struct NAME##_op : binary_pointwise<NAME##_op> {                                              \
     static constexpr const char* name = #NAME;                                                  \
     static constexpr bool elementwise = true;                                                   \
     template <class A, class B> auto base(const A& a, const B& b) const {                       \
-      return kernels::zip(#NAME, a, b, [](auto x, auto y) { return KERNEL; });                  \
+      return detail::known_structure<NAME##_op>(kernels::zip(#NAME, a, b, [](auto x, auto y) { return KERNEL; }), a, b); \
     }                                                                                           \
     template <class G, class O, class A, class B>                                               \
     auto vjp(const G& g, [[maybe_unused]] const O& out, const A& a, const B& b) const {         \

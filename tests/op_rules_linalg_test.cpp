@@ -169,6 +169,50 @@ TEST_CASE("matmul: diagonal operands (the basis after elementwise ops) give the 
   }
 }
 
+TEST_CASE("known_diagonal: the identity basis keeps it through products with finite operands, and loses it on a write") {
+  // matmul trusts the mark and skips the zeros of a known_diagonal operand without looking, so
+  // every way to lose the structure must clear it; each case checks the product's numbers too.
+  const std::int64_t n = 9, m = 11;
+  const tw::tensor<double> basis = tw::detail::identity_basis<double>(n, {n});
+  REQUIRE(basis.known_diagonal());
+  const tw::tensor<double> A = sample({n, m}, -1, 1, 61), d = sample({n}, -1, 1, 62);
+  auto product_matches = [&](const tw::tensor<double>& l) {  // l [n, n] as a stack of rows, times A
+    const tw::tensor<double> rows = tw::reshape(l, {n, 1, n});
+    REQUIRE(rows.known_diagonal() == l.known_diagonal());  // a reshape shares the storage
+    require_same_or_nan(tw::matmul(rows, A), naive_matmul(rows, A));
+  };
+  const tw::tensor<double> scaled = basis * d, scaled2 = 2.0 * basis;
+  REQUIRE(scaled.known_diagonal());
+  REQUIRE(scaled2.known_diagonal());
+  product_matches(scaled);
+  product_matches(scaled2);
+  // A non-finite factor: 0 * inf is NaN off the diagonal.
+  std::vector<double> dv(d.data(), d.data() + n);
+  dv[4] = std::numeric_limits<double>::infinity();
+  const tw::tensor<double> with_inf = basis * tw::tensor<double>(dv);
+  REQUIRE_FALSE(with_inf.known_diagonal());
+  product_matches(with_inf);
+  REQUIRE_FALSE((basis * std::numeric_limits<double>::quiet_NaN()).known_diagonal());
+  // A full operand is not read for the check: the mark is dropped.
+  REQUIRE_FALSE((basis * sample({n, n}, -1, 1, 63)).known_diagonal());
+  // A write clears it, in the written copy only; the shared original keeps its numbers and mark.
+  tw::tensor<double> written = scaled;
+  written.data()[1] = 0.5;
+  REQUIRE_FALSE(written.known_diagonal());
+  REQUIRE(scaled.known_diagonal());
+  REQUIRE(scaled.data()[1] == 0.0);
+  product_matches(written);
+  product_matches(scaled);
+  tw::tensor<double> alone = basis * d;  // not shared: written in place
+  alone(2, 7) = -1.5;
+  REQUIRE_FALSE(alone.known_diagonal());
+  product_matches(alone);
+  // jacfwd's layout: one matrix times the basis as a stack of columns.
+  const tw::tensor<double> W = sample({m, n}, -1, 1, 64), cols = tw::reshape(scaled, {n, n, 1});
+  REQUIRE(cols.known_diagonal());
+  require_same_or_nan(tw::matmul(W, cols), naive_matmul(W, cols));
+}
+
 TEST_CASE("jacrev and jacfwd of tanh(A x), 64 x 64 (sparse products of the identity basis), both paths") {
   const tw::tensor<double> A = sample({64, 64}, -0.2, 0.2, 97), x = sample({64}, -1, 1, 98);
   auto f = [&](auto v) { return tw::tanh(tw::matmul(A, v)); };

@@ -3,6 +3,7 @@
 // and `tensor<T>`. They know nothing about transforms. A scalar with a scalar gives a scalar;
 // anything with a tensor gives a tensor (NumPy broadcasting).
 #include <algorithm>
+#include <bit>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -220,6 +221,25 @@ auto map_math(const X& x) {
   }
 }
 
+/// The unsigned integer with T's bits.
+template <class T>
+using bits_of = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+
+/// Whether all n entries at p are finite: x - x is +0 for a finite x and NaN otherwise, and the
+/// bits are ORed in 8 lanes (no branch, no chained adds), so the loop vectorises.
+template <class T>
+bool all_finite(const T* p, std::int64_t n) {
+  using U = bits_of<T>;
+  U acc[8] = {};
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::int64_t u = 0; u < 8; ++u) acc[u] |= std::bit_cast<U>(p[i + u] - p[i + u]);
+  for (; i < n; ++i) acc[0] |= std::bit_cast<U>(p[i] - p[i]);
+  U any = 0;
+  for (const U a : acc) any |= a;
+  return any == 0;
+}
+
 template <class A, class B, class F>
 auto zip(const char* op, const A& a, const B& b, F&& f) {
   static_assert(!(is_tensor_v<A> && is_tensor_v<B>) || std::is_same_v<element_t<A>, element_t<B>>,
@@ -249,13 +269,13 @@ auto zip(const char* op, const A& a, const B& b, F&& f) {
 }
 
 inline shape_t normalize_dims(const char* op, shape_t dims, std::int64_t rank) {
-  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
-  for (auto& d : dims) {
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    std::int64_t& d = dims[k];
     if (d < -rank || d >= rank)
       throw error(std::string(op) + ": dim " + std::to_string(d) + " out of range for rank " + std::to_string(rank));
     if (d < 0) d += rank;
-    if (seen[static_cast<std::size_t>(d)]) throw error(std::string(op) + ": dim " + std::to_string(d) + " repeated");
-    seen[static_cast<std::size_t>(d)] = true;
+    for (std::size_t e = 0; e < k; ++e)  // a few dims: a scan, no allocation
+      if (dims[e] == d) throw error(std::string(op) + ": dim " + std::to_string(d) + " repeated");
   }
   return dims;
 }

@@ -79,6 +79,13 @@ inline std::int64_t numel_of(const shape_t& s) {
 }
 
 template <class T>
+class tensor;
+namespace detail {
+template <class T>
+void mark_diagonal(tensor<T>& t) noexcept;
+}  // namespace detail
+
+template <class T>
 class tensor {
   static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>,
                 "tower::tensor<T>: T must be double or float");
@@ -117,11 +124,18 @@ class tensor {
   std::int64_t size(std::int64_t d) const { return shape_.at(static_cast<std::size_t>(normalize_dim(d, dim()))); }
 
   const T* data() const { return data_->data(); }
-  /// Mutable access copies the storage first if another tensor shares it.
+  /// Mutable access copies the storage first if another tensor shares it (and forgets that the
+  /// elements were known_diagonal()).
   T* data() {
     if (data_.use_count() > 1) data_ = std::make_shared<buffer<T>>(copy_buffer(data_->data(), data_->size()));
+    diagonal_ = false;
     return data_->data();
   }
+  /// Whether the elements, read as an n x n matrix (n * n = numel()), are known to be zero off
+  /// the diagonal: a structure the Jacobian transforms' identity basis carries through
+  /// elementwise products, so matmul skips its zeros without scanning for them. false says
+  /// nothing. Only tower's kernels mark a tensor (detail::mark_diagonal); mutable access clears it.
+  bool known_diagonal() const noexcept { return diagonal_; }
   /// A copy of the elements, row-major (data() and numel() read them without copying).
   std::vector<T> values() const { return std::vector<T>(data_->begin(), data_->end()); }
 
@@ -194,9 +208,23 @@ class tensor {
     return static_cast<std::size_t>(off);
   }
 
+  template <class U>
+  friend void detail::mark_diagonal(tensor<U>&) noexcept;
+
   shape_t shape_;
   std::shared_ptr<buffer<T>> data_;
+  bool diagonal_ = false;
 };
+
+namespace detail {
+/// Marks t known_diagonal(): its caller knows every entry off the diagonal of t, read as an
+/// n x n matrix, is +0 or -0.
+template <class T>
+void mark_diagonal(tensor<T>& t) noexcept {
+  const auto n = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(t.numel()))));
+  t.diagonal_ = n * n == t.numel();
+}
+}  // namespace detail
 
 /// Prints nested brackets, NumPy style: tensor([[1, 2], [3, 4]]) (rank 0: tensor(5)).
 template <class T>

@@ -59,21 +59,13 @@ bool sparse_positions(const T* p, std::int64_t n, shape_t& pos) {
   return pos.size() <= limit;
 }
 
-/// Whether all n entries at p are finite: 0 * x is 0 for finite x and NaN otherwise (Eigen's
-/// sum is vectorised).
-template <class T>
-bool all_finite(const T* p, std::int64_t n) {
-  return (Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(p, n) * T(0)).sum() == T(0);
-}
-
 /// Whether the n x n matrix at p is diagonal: every entry off the diagonal is +0 or -0. The
 /// entries off the diagonal are n - 1 runs of n, each between two diagonal entries; their bit
 /// patterns are ORed without a branch (so the loop vectorises and costs one pass of loads) and
 /// the sign bit cleared at the end. A dense matrix fails on its first two off-diagonal entries.
 template <class T>
 bool is_diagonal(const T* p, std::int64_t n) {
-  using U = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
-  static_assert(sizeof(U) == sizeof(T));
+  using U = bits_of<T>;
   constexpr U magnitude = static_cast<U>(~(U(1) << (8 * sizeof(T) - 1)));
   if (n > 1 && ((std::bit_cast<U>(p[1]) | std::bit_cast<U>(p[n])) & magnitude)) return false;
   U acc[16] = {};
@@ -91,38 +83,41 @@ bool is_diagonal(const T* p, std::int64_t n) {
 
 /// diag(l) * r into out for a diagonal n x n l (r: n x m, or m x n when `r_transposed`), if r is
 /// finite: skipping the zeros of l is exact only where 0 * r is 0. The check rides on the one
-/// pass over r (sum of r * 0, NaN once an entry is not finite); false leaves out to be rewritten.
+/// pass over r: x - x is +0 for a finite x and NaN otherwise, and its bits are ORed (a sum of
+/// x * 0 instead chained the adds' latency: 2x slower). false leaves out to be rewritten.
 template <class T>
 bool diagonal_product(const T* l, std::int64_t n, const T* r, std::int64_t m, bool r_transposed, T* __restrict out) {
-  T acc[8] = {};
-  if (!r_transposed) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const T d = l[i * n + i];
-      const T* ri = r + i * m;
-      T* o = out + i * m;
-      std::int64_t c = 0;
-      for (; c + 8 <= m; c += 8) {
-TOWER_NO_ALIAS_LOOP
-        for (std::int64_t u = 0; u < 8; ++u) {
-          o[c + u] = d * ri[c + u];
-          acc[u] += ri[c + u] * T(0);
-        }
-      }
-      for (; c < m; ++c) {
-        o[c] = d * ri[c];
-        acc[0] += ri[c] * T(0);
-      }
-    }
-  } else {
+  using U = bits_of<T>;
+  if (r_transposed) {
     // out[i, c] = l[i, i] r[c, i]: a scaled transpose (Eigen's), after the check on its own.
     if (!all_finite(r, n * m)) return false;
     Eigen::Matrix<T, Eigen::Dynamic, 1> d(n);
     for (std::int64_t i = 0; i < n; ++i) d[i] = l[i * n + i];
     matrix_map<T>(out, n, m).noalias() = d.asDiagonal() * const_matrix_map<T>(r, m, n).transpose();
+    return true;
   }
-  T sum = 0;
-  for (const T a : acc) sum += a;
-  return sum == T(0);
+  U acc[8] = {};
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T d = l[i * n + i];
+    const T* ri = r + i * m;
+    T* o = out + i * m;
+    std::int64_t c = 0;
+    for (; c + 8 <= m; c += 8) {
+TOWER_NO_ALIAS_LOOP
+      for (std::int64_t u = 0; u < 8; ++u) {
+        const T v = ri[c + u];
+        o[c + u] = d * v;
+        acc[u] |= std::bit_cast<U>(v - v);
+      }
+    }
+    for (; c < m; ++c) {
+      o[c] = d * ri[c];
+      acc[0] |= std::bit_cast<U>(ri[c] - ri[c]);
+    }
+  }
+  U any = 0;
+  for (const U a : acc) any |= a;
+  return any == 0;
 }
 
 /// l * r (rows x k times k x m, both row-major; `r_transposed`: r given as its transpose, m x k)
@@ -131,9 +126,12 @@ TOWER_NO_ALIAS_LOOP
 /// diag(d) A; jacfwd: A e_j), where a GEMM multiplies by zeros almost only. Skipping a zero is
 /// exact only where 0 * r is 0, hence finite r.
 template <class T>
-void product_into(const T* l, std::int64_t rows, std::int64_t k, const T* r, std::int64_t m, bool r_transposed, T* out) {
-  // A diagonal l (the basis after elementwise ops): one scaled row of r per row of l.
-  if (rows == k && m >= 8 && k >= 8 && is_diagonal(l, k) && diagonal_product(l, k, r, m, r_transposed, out)) return;
+void product_into(const T* l, std::int64_t rows, std::int64_t k, const T* r, std::int64_t m, bool r_transposed, T* out,
+                  bool l_known_diagonal = false) {
+  // A diagonal l (the basis after elementwise ops): one scaled row of r per row of l. Known
+  // (tensor::known_diagonal) or found by one pass over l.
+  if (rows == k && m >= 8 && k >= 8 && (l_known_diagonal || is_diagonal(l, k)) && diagonal_product(l, k, r, m, r_transposed, out))
+    return;
   thread_local shape_t pos;
   if (m >= 8 && rows * k >= 64 && sparse_positions(l, rows * k, pos) && all_finite(r, k * m)) {
     // pos ascends, so rows come in order: a row's first nonzero writes it, later ones add to it,
@@ -188,9 +186,9 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
   // matrix, and a stack of [k] columns is one [count, k] matrix. Per-matrix products only when
   // both sides vary along the stack.
   if (count > 1 && bb.empty() && numel_of(ab) == count) {
-    product_into(a.data(), count * n, k, b.data(), m, false, out.data());
+    product_into(a.data(), count * n, k, b.data(), m, false, out.data(), a.known_diagonal());
   } else if (count > 1 && ab.empty() && numel_of(bb) == count && m == 1) {
-    product_into(b.data(), count, k, a.data(), n, true, out.data());
+    product_into(b.data(), count, k, a.data(), n, true, out.data(), b.known_diagonal());
   } else {
     for_each_matrix_pair("matmul", a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
       const auto x = const_matrix_map<T>(a.data() + ia * n * k, n, k);

@@ -90,6 +90,7 @@ auto vjp_apply(const F& f, argnums_t<I...>, const C& ct, const X&... xs) {
 /// The first example of a tensor whose leading `batch_dims` dims are batch dims.
 template <class T>
 tensor<T> first_example_tensor(const tensor<T>& x, std::size_t batch_dims) {
+  if (batch_dims == 0) return x;  // shares the storage
   const shape_t s(x.shape().begin() + static_cast<std::ptrdiff_t>(batch_dims), x.shape().end());
   const std::int64_t n = numel_of(s);
   if (n > x.numel()) return tensor<T>(s, buffer<T>(static_cast<std::size_t>(n), T(0)));  // an empty batch
@@ -133,6 +134,7 @@ tensor<T> identity_basis(std::int64_t n, shape_t s) {
   buffer<T> e(static_cast<std::size_t>(n * n), T(0));
   for (std::int64_t i = 0; i < n; ++i) e[static_cast<std::size_t>(i * n + i)] = T(1);
   tensor<T> basis(s, std::move(e));
+  mark_diagonal(basis);
   if (n * n <= largest_kept) {
     if (recent.size() == kept) recent.erase(recent.begin());
     recent.push_back(basis);
