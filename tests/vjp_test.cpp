@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <thread>
+#include <vector>
 #include <tuple>
 
 #include "tests/check.hpp"
@@ -129,4 +131,66 @@ TEST_CASE("jacrev of a rank-0 output is grad, also where enclosing transforms wr
   const tensor<double> J = tw::vmap(tw::jacrev(fv))(X);
   REQUIRE(J.shape() == tw::shape_t{4, 5, 5});
   for (std::int64_t b = 0; b < 4; ++b) require_close(row(J, b), tw::jacfwd(fv)(row(X, b)), 1e-13);
+}
+
+namespace {
+/// J of tanh(W x) = diag(1 - y^2) W, entry by entry.
+tensor<double> tanh_layer_jacobian(const tensor<double>& W, const tensor<double>& x) {
+  const tensor<double> y = tw::tanh(tw::matmul(W, x));
+  const std::int64_t m = W.shape()[0], n = W.shape()[1];
+  std::vector<double> J(static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) J[static_cast<std::size_t>(i * n + j)] = (1 - y.data()[i] * y.data()[i]) * W.data()[i * n + j];
+  return tensor<double>({m, n}, J);
+}
+}  // namespace
+
+TEST_CASE("jacrev remembers the output shape per argument shapes, and notices when f's changes") {
+  // jacrev keeps the output shape it last saw (output_shape_memo) instead of running f once
+  // more to learn it. f here captures W by reference: W changing shape between calls, with x's
+  // shape the same, must still give the new Jacobian (the pass checks y against the memo).
+  tensor<double> W = sample({4, 3}, -1, 1, 81);
+  auto jac = tw::jacrev([&W](auto x) { return tw::tanh(tw::matmul(W, x)); });
+  const tensor<double> x3 = sample({3}, -1, 1, 82), x3b = sample({3}, -1, 1, 83), x5 = sample({5}, -1, 1, 84);
+  require_close(jac(x3), tanh_layer_jacobian(W, x3), 1e-14);
+  require_close(jac(x3b), tanh_layer_jacobian(W, x3b), 1e-14);  // remembered
+  W = sample({6, 3}, -1, 1, 85);                                // the same x shape, another y shape
+  require_close(jac(x3), tanh_layer_jacobian(W, x3), 1e-14);
+  require_close(jac(x3b), tanh_layer_jacobian(W, x3b), 1e-14);
+  W = sample({2, 5}, -1, 1, 86);                                // another x shape
+  require_close(jac(x5), tanh_layer_jacobian(W, x5), 1e-14);
+  W = sample({1, 5}, -1, 1, 87);                                // [1]: one row
+  require_close(jac(x5), tanh_layer_jacobian(W, x5), 1e-14);
+  // A rank-0 output after a rank-1 one, and back.
+  bool scalar = true;
+  auto jac2 = tw::jacrev([&](auto x) { return scalar ? tw::sum(tw::tanh(x)) : tw::tanh(x); });
+  const tensor<double> d = 1.0 - tw::tanh(x3) * tw::tanh(x3);
+  require_close(jac2(x3), d, 1e-14);
+  scalar = false;
+  require_close(jac2(x3), tw::eye<double>(3) * d, 1e-14);
+  scalar = true;
+  require_close(jac2(x3), d, 1e-14);
+  // Copies of a jacrev share the memo (they hold the same f), from several threads at once
+  // (Catch2's REQUIRE is not thread-safe: the threads count matches, the test checks the counts).
+  // The threads alternate between two argument shapes, so the memo is also rewritten meanwhile.
+  const auto jac3 = tw::jacrev([](auto x) { return 2.0 * tw::tanh(x); });
+  const auto shared = jac3;
+  auto matches = [](const tensor<double>& a, const tensor<double>& b) {
+    if (a.shape() != b.shape()) return false;
+    for (std::int64_t i = 0; i < a.numel(); ++i)
+      if (std::abs(a.data()[i] - b.data()[i]) > 1e-14) return false;
+    return true;
+  };
+  const std::vector<tensor<double>> xs{x5, x3};
+  std::vector<tensor<double>> want;
+  for (const auto& x : xs) want.push_back(tw::eye<double>(x.shape()[0]) * (2.0 * (1.0 - tw::tanh(x) * tw::tanh(x))));
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      const auto k = static_cast<std::size_t>(t % 2);
+      for (int r = 0; r < 50; ++r) ok[static_cast<std::size_t>(t)] += matches((t < 2 ? jac3 : shared)(xs[(k + static_cast<std::size_t>(r)) % 2]), want[(k + static_cast<std::size_t>(r)) % 2]);
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) REQUIRE(ok[static_cast<std::size_t>(t)] == 50);
 }
