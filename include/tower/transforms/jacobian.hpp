@@ -24,6 +24,7 @@
 #include "tower/transforms/hessian_forward.hpp"
 #include "tower/transforms/jvp.hpp"
 #include "tower/diagnostics.hpp"
+#include "tower/kept_tensors.hpp"
 #include "tower/pytree.hpp"
 #include "tower/transforms/options.hpp"
 #include "tower/transforms/runtime_function.hpp"
@@ -123,26 +124,19 @@ auto first_example_leaf(const X& x, std::size_t batch_dims = 0) {
   }
 }
 
-/// The basis jacrev and jacfwd push through f: [n] + s, row i = e_i. The last few are kept per
-/// thread and shared: tensors copy on write, and a Jacobian in a loop (Newton's method) asks for
-/// the same basis every iteration (building it was 3% of jacrev on a 64 x 64 map).
+/// The basis jacrev and jacfwd push through f: [n] + s, row i = e_i, marked known_diagonal. Kept
+/// per thread and shared (kept_tensors.hpp): a Jacobian in a loop (Newton's method) asks for the
+/// same basis every iteration (building it was 3% of jacrev on a 64 x 64 map).
 template <class T>
 tensor<T> identity_basis(std::int64_t n, shape_t s) {
   s.insert(s.begin(), n);
-  constexpr std::size_t kept = 4;
-  constexpr std::int64_t largest_kept = std::int64_t{1} << 16;  // 512 KiB of doubles
-  thread_local std::vector<tensor<T>> recent;
-  for (const tensor<T>& b : recent)
-    if (b.shape() == s) return b;
-  buffer<T> e(static_cast<std::size_t>(n * n), T(0));
-  for (std::int64_t i = 0; i < n; ++i) e[static_cast<std::size_t>(i * n + i)] = T(1);
-  tensor<T> basis(s, std::move(e));
-  mark_diagonal(basis);
-  if (n * n <= largest_kept) {
-    if (recent.size() == kept) recent.erase(recent.begin());
-    recent.push_back(basis);
-  }
-  return basis;
+  return kept_per_thread<T>(s, [&] {
+    buffer<T> e(static_cast<std::size_t>(n * n), T(0));
+    for (std::int64_t i = 0; i < n; ++i) e[static_cast<std::size_t>(i * n + i)] = T(1);
+    tensor<T> basis(s, std::move(e));
+    mark_diagonal(basis);
+    return basis;
+  });
 }
 
 /// Converts plain arguments to dyn::value when F is a type-erased runtime function.
