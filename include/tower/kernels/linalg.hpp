@@ -42,7 +42,7 @@ inline void require_matrices(const char* op, const shape_t& a, const shape_t& b)
 /// block only when it has a nonzero, and stops once past n / 8: a dense operand costs a scan of
 /// about an eighth of it.
 template <class T>
-bool sparse_positions(const T* p, std::int64_t n, shape_t& pos) {
+bool sparse_positions(const T* p, std::int64_t n, std::vector<std::int64_t>& pos) {
   const std::size_t limit = static_cast<std::size_t>(n / 8);
   pos.clear();
   std::int64_t i = 0;
@@ -132,7 +132,7 @@ void product_into(const T* l, std::int64_t rows, std::int64_t k, const T* r, std
   // (tensor::known_diagonal) or found by one pass over l.
   if (rows == k && m >= 8 && k >= 8 && (l_known_diagonal || is_diagonal(l, k)) && diagonal_product(l, k, r, m, r_transposed, out))
     return;
-  thread_local shape_t pos;
+  thread_local std::vector<std::int64_t> pos;  // positions, up to n / 8 of them: not a shape
   if (m >= 8 && rows * k >= 64 && sparse_positions(l, rows * k, pos) && all_finite(r, k * m)) {
     // pos ascends, so rows come in order: a row's first nonzero writes it, later ones add to it,
     // and only rows without a nonzero are zero-filled (each row written once for a basis).
