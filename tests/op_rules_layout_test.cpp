@@ -111,3 +111,30 @@ TEST_CASE("permute: every permutation of a shape with size-1 dims against an ind
     } while (std::next_permutation(perm.begin(), perm.end()));
   }
 }
+
+TEST_CASE("permute: every permutation of 4-d shapes against an index loop; movedim of a matrix") {
+  // Every permutation, with dims past 8 (a transpose tile) and of size 1, must agree with the
+  // definition y[idx[perm[0]], ...] = x[idx].
+  const shape_t shapes[] = {{2, 9, 3, 11}, {1, 17, 8, 2}, {10, 1, 9, 3}};
+  for (const shape_t& s : shapes) {
+    const tw::tensor<double> x = sample(s);
+    shape_t perm{0, 1, 2, 3};
+    do {
+      const tw::tensor<double> y = tw::permute(x, perm);
+      REQUIRE(y.shape() == shape_t{s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]});
+      std::int64_t flat = 0;
+      for (std::int64_t i = 0; i < s[0]; ++i)
+        for (std::int64_t j = 0; j < s[1]; ++j)
+          for (std::int64_t k = 0; k < s[2]; ++k)
+            for (std::int64_t l = 0; l < s[3]; ++l, ++flat) {
+              const std::int64_t idx[4] = {i, j, k, l};
+              REQUIRE(y(idx[perm[0]], idx[perm[1]], idx[perm[2]], idx[perm[3]]) == x.data()[flat]);
+            }
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
+  // movedim(x, 0, -1) on a 64 x 48 (jacfwd's columns are moved so).
+  const tw::tensor<double> m = sample({64, 48});
+  const tw::tensor<double> t = tw::movedim(m, 0, -1);
+  for (std::int64_t i = 0; i < 64; ++i)
+    for (std::int64_t j = 0; j < 48; ++j) REQUIRE(t(j, i) == m(i, j));
+}
