@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tower/error.hpp"
+#include "tower/kernels/transpose.hpp"
 #include "tower/kernels/vector_math.hpp"
 #include "tower/tensor.hpp"
 
@@ -405,7 +406,8 @@ tensor<T> movedim(const tensor<T>& x, std::int64_t src, std::int64_t dst) {
   for (std::int64_t k = 0; k < r; ++k) st[static_cast<std::size_t>(k)] = in_st[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
   buffer<T> data(static_cast<std::size_t>(x.numel()));
   const T* p = x.data();
-  for_each_broadcast<true>(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
+  if (!permute_as_transposes(p, x.shape(), perm, data.data()))
+    for_each_broadcast<true>(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
   return tensor<T>(out, std::move(data));
 }
 

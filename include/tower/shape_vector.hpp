@@ -220,7 +220,9 @@ class shape_t {
 
   pointer p_ = in_;
   std::uint32_t n_ = 0, cap_ = inline_capacity;
-  value_type in_[inline_capacity];  // uninitialised beyond n_: copied whole, read only below n_
+  // Zeroed (two vector stores) so the whole-array copies never read indeterminate values, which
+  // g++ 12 -O2 reports as maybe-uninitialized; read only below n_.
+  value_type in_[inline_capacity]{};
 };
 
 }  // namespace tower

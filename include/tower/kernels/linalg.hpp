@@ -89,12 +89,11 @@ template <class T>
 bool diagonal_product(const T* l, std::int64_t n, const T* r, std::int64_t m, bool r_transposed, T* __restrict out) {
   using U = bits_of<T>;
   if (r_transposed) {
-    // out[i, c] = l[i, i] r[c, i]: a scaled transpose (Eigen's), after the check on its own.
-    if (!all_finite(r, n * m)) return false;
-    Eigen::Matrix<T, Eigen::Dynamic, 1> d(n);
-    for (std::int64_t i = 0; i < n; ++i) d[i] = l[i * n + i];
-    matrix_map<T>(out, n, m).noalias() = d.asDiagonal() * const_matrix_map<T>(r, m, n).transpose();
-    return true;
+    // out[i, c] = l[i, i] r[c, i]: a scaled transpose, checking r as it goes.
+    thread_local std::vector<T> d;  // l's diagonal: n entries, not a shape
+    d.resize(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) d[static_cast<std::size_t>(i)] = l[i * n + i];
+    return transpose_into(r, m, n, out, d.data());
   }
   U acc[8] = {};
   for (std::int64_t i = 0; i < n; ++i) {

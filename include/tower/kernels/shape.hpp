@@ -71,7 +71,8 @@ auto permute(const X& x, shape_t perm) {
     if (same_order) return x.with_shape(std::move(out));
     buffer<T> data(static_cast<std::size_t>(x.numel()));
     const T* p = x.data();
-    for_each_broadcast<true>(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
+    if (!permute_as_transposes(p, x.shape(), perm, data.data()))
+      for_each_broadcast<true>(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
     return tensor<T>(out, std::move(data));
   }
 }
