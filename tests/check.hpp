@@ -104,4 +104,18 @@ tensor<double> fd_jacobian(F f, const tensor<double>& x) {
   return J;
 }
 
+/// The hand-written gradient of the Lennard-Jones energy 4 (s^6 - s^3), s = 1 / |r|^2, for each
+/// row r of a [B, 3] tensor: (24 s^4 - 48 s^7) r.
+inline tensor<double> lennard_jones_gradient(const tensor<double>& R) {
+  const std::int64_t n = R.shape()[0];
+  std::vector<double> g(static_cast<std::size_t>(3 * n));
+  for (std::int64_t b = 0; b < n; ++b) {
+    const double* r = R.data() + 3 * b;
+    const double s = 1.0 / (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+    const double c = 24 * std::pow(s, 4) - 48 * std::pow(s, 7);
+    for (int k = 0; k < 3; ++k) g[static_cast<std::size_t>(3 * b + k)] = c * r[k];
+  }
+  return tensor<double>({n, 3}, std::move(g));
+}
+
 }  // namespace tower::testing

@@ -262,3 +262,110 @@ auto plain_arg(const X& x) {
 }
 
 }  // namespace tower::detail::fused_fixed
+
+// Opt-in: with TOWER_AUTOMATIC_FIXED_ROWS defined to a size M >= 1 (the same in every translation
+// unit of a program), strategy::automatic takes the fixed path on its own: when exactly one
+// batched argument is a [B, N] tensor with N <= M, batched along dim 0, every other batched
+// argument is [B] and every unbatched one a number, vmap runs as if that argument's in_dims entry
+// were fixed_rows<N>. The spelling a JAX user writes, vmap(grad(energy))(R) with R of shape
+// [B, 3], is then one loop over examples (Lennard-Jones: 15x hand-written code with batching
+// rules, 1.1x this way; bench/README.md), with N known only at run time.
+//
+// Why it is off by default: it instantiates f's tape-free path on tw::fixed values for every
+// candidate N, and that instantiation is only *mostly* soft. Ops without a rule for fixed values
+// return dual_unsupported (and vmap then declines), but some code cannot be instantiated on them
+// at all: a function calling a member of its argument, and composites such as norm and
+// cross_entropy whose branches deduce different types (found by building the op tables with it
+// on). Such code compiles and runs with batching rules by default, so turning this on for
+// everyone would break it; a program whose functions compile on fixed values can turn it on.
+// Cost: compile time, one instantiation of f per candidate N.
+#ifndef TOWER_AUTOMATIC_FIXED_ROWS
+#define TOWER_AUTOMATIC_FIXED_ROWS 0
+#endif
+
+namespace tower::detail::fused_fixed {
+
+/// InDims (of ints and none, or empty for "0 everywhere") with entry P replaced by fixed_rows<N>.
+template <std::size_t P, int N, class InDims, std::size_t... I>
+auto rows_at(const InDims& in, std::index_sequence<I...>) {
+  auto entry = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
+    if constexpr (J == P) return fixed_rows_t<N>{};
+    else return fused::in_dim<InDims, J>(in);
+  };
+  return in_dims_t<std::remove_cvref_t<decltype(entry(std::integral_constant<std::size_t, I>{}))>...>{
+      {entry(std::integral_constant<std::size_t, I>{})...}};
+}
+template <std::size_t P, int N, class InDims, class... A>
+using rows_at_t = decltype(rows_at<P, N>(std::declval<const InDims&>(), std::index_sequence_for<A...>{}));
+
+/// Whether argument P may be automatic's rows argument at all (a tensor batched by an int entry).
+template <class InDims, std::size_t P, class... A>
+constexpr bool rows_position() {
+  using X = std::remove_cvref_t<std::tuple_element_t<P, std::tuple<A...>>>;
+  return is_tensor_v<X> && fused::is_batched_arg_v<InDims, P>;
+}
+
+/// The runtime part of the rule above: argument P is [B, N] batched along dim 0, every other
+/// batched argument [B] batched along dim 0 (or -1), the same B. Returns N, or 0.
+template <std::size_t P, class InDims, class... A>
+std::int64_t rows_size(const InDims& in, const A&... a) {
+  bool ok = true;
+  std::int64_t bs = -1, n = 0;
+  auto one = [&]<std::size_t I, class X>(std::integral_constant<std::size_t, I>, const X& x) {
+    if constexpr (fused::is_batched_arg_v<InDims, I>) {
+      if constexpr (!is_tensor_v<X>) {
+        ok = false;
+      } else {
+        const std::int64_t d = fused::in_dim<InDims, I>(in);
+        const std::int64_t rank = I == P ? 2 : 1;
+        if (x.dim() != rank || !(d == 0 || d == -rank) || (bs >= 0 && x.size(0) != bs)) ok = false;
+        else bs = x.size(0);
+        if (I == P && ok) n = x.size(1);
+      }
+    }
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (one(std::integral_constant<std::size_t, I>{}, a), ...); }(std::index_sequence_for<A...>{});
+  return ok && bs > 0 ? n : 0;
+}
+
+/// strategy::automatic's fixed rows: the result of the fixed path when the rule above holds for
+/// some argument and size, else an empty optional (vmap then picks among its other forms).
+template <class R, std::size_t P, int N, class F, class InDims, class OutDims, class... A>
+std::optional<R> try_rows_size(const F& f, const InDims& in, const OutDims& out, std::int64_t n, const A&... a) {
+  if constexpr (N > TOWER_AUTOMATIC_FIXED_ROWS) {
+    return std::nullopt;
+  } else {
+    if (n == N) {
+      using In = rows_at_t<P, N, InDims, A...>;
+      if constexpr (applies<F, In, A...>()) {
+        if constexpr (std::is_same_v<decltype(run<F, In>(f, out, 1, a...)), R>) {
+          const std::int64_t bs = batch_size<In>(a...);
+          if (bs > 0) return run<F, In>(f, out, bs, a...);
+        }
+      }
+      return std::nullopt;
+    }
+    return try_rows_size<R, P, N + 1>(f, in, out, n, a...);
+  }
+}
+
+template <class R, std::size_t P, class F, class InDims, class OutDims, class... A>
+std::optional<R> try_rows_at(const F& f, const InDims& in, const OutDims& out, const A&... a) {
+  if constexpr (P >= sizeof...(A)) {
+    return std::nullopt;
+  } else {
+    if constexpr (rows_position<InDims, P, A...>()) {
+      if (const std::int64_t n = rows_size<P>(in, a...); n > 0) return try_rows_size<R, P, 1>(f, in, out, n, a...);
+    }
+    return try_rows_at<R, P + 1>(f, in, out, a...);
+  }
+}
+
+/// vmap_transform's hook for strategy::automatic (R: the batched form's result type).
+template <class R, class F, class InDims, class OutDims, class... A>
+std::optional<R> try_automatic_rows(const F& f, const InDims& in, const OutDims& out, const A&... a) {
+  if constexpr (TOWER_AUTOMATIC_FIXED_ROWS < 1 || !requires { F::forward_path; }) return std::nullopt;
+  else return try_rows_at<R, 0>(f, in, out, a...);
+}
+
+}  // namespace tower::detail::fused_fixed

@@ -164,6 +164,8 @@ struct vmap_transform {
       if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && fused_applies<A...>() &&
                     detail::fused::plain_result_v<decltype(batched_run())>) {
         if (opts.chunk_size <= 0 && opts.randomness == randomness_kind::error) {
+          using R = decltype(batched_run());
+          if (auto rows = detail::fused_fixed::try_automatic_rows<R>(f, in, out, a...)) return std::move(*rows);  // [B, N], N small
           auto r = detail::try_fused_vmap<Strategy>(f, in, out, a...);  // fused / packets when they pay (fused_vmap.hpp)
           if constexpr (std::is_same_v<decltype(r), std::optional<decltype(batched_run())>>)
             if (r) return std::move(*r);

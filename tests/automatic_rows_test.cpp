@@ -1,0 +1,144 @@
+// strategy::automatic's fixed rows (fused_fixed.hpp, try_automatic_rows): vmap of a first-order
+// transform (or a Hessian) over one [B, N] tensor with N <= TOWER_AUTOMATIC_FIXED_ROWS runs the
+// per-example loop on tw::fixed rows, with the numbers of batching rules; every case it must
+// decline (other layouts, sizes, unbatched tensors, ops without a rule for fixed values, errors)
+// runs batching rules as before. Which form ran is observed by counting the calls of f with a
+// tw::fixed argument (or, for Hessians, an elementwise jet). The option is on in this translation unit only (a test binary of its own).
+#define TOWER_AUTOMATIC_FIXED_ROWS 8
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "tests/check.hpp"
+#include "tower/tower.hpp"
+
+namespace tw = tower;
+using tw::testing::require_close;
+using tw::testing::sample;
+
+namespace {
+constexpr std::int64_t B = 70;  // more than one block of 64 examples, and a tail
+
+// f, counting its calls on tw::fixed values (the fixed path) in `calls`.
+template <class F>
+auto counting(F f, int& calls) {
+  return [f, &calls](auto... x) {
+    if constexpr ((tw::is_fixed_v<decltype(x)> || ...) || (tw::is_elementwise_jet_v<decltype(x)> || ...)) ++calls;
+    return f(x...);
+  };
+}
+
+auto energy = [](auto r) {
+  auto s = 1.0 / tw::sum(r * r);
+  auto s3 = s * s * s;
+  return 4.0 * (s3 * s3 - s3);
+};
+}  // namespace
+
+TEST_CASE("automatic rows: vmap(grad(f)) over [B, 3] is the fixed loop, with the hand-written numbers") {
+  const tw::tensor<double> R = sample({B, 3}, 0.6, 1.4, 5);
+  const tw::tensor<double> E = tw::testing::lennard_jones_gradient(R);
+  int calls = 0;
+  auto f = counting(energy, calls);
+  require_close(tw::vmap(tw::grad(f))(R), E, 1e-12);
+  CHECK(calls == B);
+  // Bit for bit what in_dims(fixed_rows<3>) gives; batching rules agree to rounding.
+  require_close(tw::vmap(tw::grad(f))(R), tw::vmap(tw::grad(f), tw::in_dims(tw::fixed_rows<3>))(R), 0);
+  calls = 0;
+  require_close(tw::vmap(tw::grad(f), tw::strategy::batched)(R), E, 1e-12);
+  require_close(tw::vmap(tw::grad(f), tw::chunk_size(16))(R), E, 1e-12);
+  CHECK(calls == 0);
+  // in_dims spelled out, -2 for dim 0, out_dims, grad_and_value.
+  require_close(tw::vmap(tw::grad(f), tw::in_dims(-2))(R), E, 1e-12);
+  CHECK(calls == B);
+  require_close(tw::vmap(tw::grad(f), tw::in_dims(0), tw::out_dims(1))(R), tw::movedim(E, 0, 1), 1e-12);
+  CHECK(calls == 2 * B);
+  auto [g, v] = tw::vmap(tw::grad_and_value(f))(R);
+  require_close(g, E, 1e-12);
+  require_close(v, tw::vmap(energy)(R), 1e-13);
+  CHECK(calls == 3 * B);
+  // Float rows too.
+  const std::vector<float> rf(R.data(), R.data() + 3 * B);
+  const tw::tensor<float> Rf({B, 3}, rf);
+  calls = 0;
+  const tw::tensor<float> Gf = tw::vmap(tw::grad(f))(Rf);
+  CHECK(calls == B);
+  const tw::tensor<float> Gb = tw::vmap(tw::grad(f), tw::strategy::batched)(Rf);
+  REQUIRE(Gf.shape() == Gb.shape());
+  for (std::int64_t i = 0; i < Gf.numel(); ++i) CHECK(Gf.data()[i] == Approx(Gb.data()[i]).epsilon(1e-5));
+}
+
+TEST_CASE("automatic rows: every row size up to the limit, batched numbers and unbatched ones") {
+  auto loss = [](auto x, auto y, auto c) { return tw::sum(tw::sin(x) * y) * c + tw::log(1.0 + tw::sum(x * x)); };
+  int calls = 0;
+  auto f = counting(loss, calls);
+  const tw::tensor<double> Y = sample({B}, -1, 1, 9);
+  auto check_size = [&](std::int64_t n) {
+    const tw::tensor<double> X = sample({B, n}, -1, 1, static_cast<unsigned>(10 + n));
+    calls = 0;
+    const auto fast = tw::vmap(tw::grad(f, tw::argnums<0, 1>), tw::in_dims(0, 0, tw::none))(X, Y, 0.7);
+    const int fast_calls = calls;
+    const auto ref = tw::vmap(tw::grad(f, tw::argnums<0, 1>), tw::in_dims(0, 0, tw::none), tw::strategy::batched)(X, Y, 0.7);
+    require_close(std::get<0>(fast), std::get<0>(ref), 1e-13);
+    require_close(std::get<1>(fast), std::get<1>(ref), 1e-13);
+    // A loop of grad over examples agrees too.
+    for (std::int64_t b = 0; b < B; b += 23) {
+      const auto gb = tw::grad(loss, tw::argnums<0, 1>)(tw::testing::row(X, b), Y.data()[b], 0.7);
+      require_close(tw::testing::row(std::get<0>(fast), b), std::get<0>(gb), 1e-13);
+      CHECK(std::get<1>(fast).data()[b] == Approx(std::get<1>(gb)).epsilon(1e-13));
+    }
+    return fast_calls;
+  };
+  for (std::int64_t n = 1; n <= TOWER_AUTOMATIC_FIXED_ROWS; ++n) CHECK(check_size(n) == B);
+  CHECK(check_size(TOWER_AUTOMATIC_FIXED_ROWS + 1) == 0);  // larger rows: batching rules
+}
+
+TEST_CASE("automatic rows: the cases it declines run batching rules, with the same numbers and errors") {
+  int calls = 0;
+  auto f = counting(energy, calls);
+  const tw::tensor<double> R = sample({B, 3}, 0.6, 1.4, 5);
+  const auto E = tw::vmap(tw::grad(energy), tw::strategy::batched)(R);
+  // The batch along dim 1.
+  require_close(tw::vmap(tw::grad(f), tw::in_dims(1))(tw::movedim(R, 0, 1)), E, 1e-13);
+  // [B, 3, 1] and [B] rows: not [B, N].
+  require_close(tw::vmap(tw::grad(f))(tw::reshape(R, {B, 3, 1})), tw::reshape(E, {B, 3, 1}), 1e-13);
+  CHECK(calls == 0);
+  // Two [B, N] arguments, and an unbatched tensor: declined.
+  auto two = counting([](auto x, auto y) { return tw::sum(x * y * x); }, calls);
+  const tw::tensor<double> S = sample({B, 3}, -1, 1, 6);
+  require_close(tw::vmap(tw::grad(two))(R, S), tw::vmap(tw::grad(two), tw::strategy::batched)(R, S), 1e-13);
+  const tw::tensor<double> w = sample({3}, -1, 1, 7);
+  require_close(tw::vmap(tw::grad(two), tw::in_dims(0, tw::none))(R, w),
+                tw::vmap(tw::grad(two), tw::in_dims(0, tw::none), tw::strategy::batched)(R, w), 1e-13);
+  CHECK(calls == 0);
+  // An op without a rule for fixed values (matmul with a captured matrix): batching rules.
+  const tw::tensor<double> A = sample({2, 3}, -1, 1, 8);
+  auto mm = counting([A](auto x) { return tw::sum(tw::tanh(tw::matmul(A, x))); }, calls);
+  const auto G = tw::vmap(tw::grad(mm))(R);
+  for (std::int64_t b = 0; b < B; b += 17) require_close(tw::testing::row(G, b), tw::grad(mm)(tw::testing::row(R, b)), 1e-13);
+  CHECK(calls == 0);
+  // Not a transform with a tape-free path: vmap(f) itself.
+  require_close(tw::vmap(f)(R), tw::vmap(energy, tw::strategy::batched)(R), 0);
+  CHECK(calls == 0);
+  // Batch sizes that differ: the tensor path's error.
+  auto xy = [](auto x, auto y) { return tw::sum(x * y); };
+  REQUIRE_THROWS_AS(tw::vmap(tw::grad(xy))(R, sample({B + 1}, -1, 1, 3)), tw::error);
+  REQUIRE_THROWS_AS(tw::vmap(tw::grad(xy), tw::in_dims(0, 1))(R, sample({2, B}, -1, 1, 3)), tw::error);
+  // No examples: the tensor path's answer.
+  CHECK(tw::vmap(tw::grad(f))(tw::tensor<double>({0, 3}, std::vector<double>{})).shape() == tw::shape_t{0, 3});
+}
+
+TEST_CASE("automatic rows: per-example Jacobians and Hessians on small rows") {
+  auto g = [](auto x) { return tw::sin(x) * x + 2.0 * x; };
+  auto h = [](auto x) { return tw::log(1.0 + tw::sum(x * x)) + tw::sum(tw::sin(x)); };
+  const tw::tensor<double> X = sample({B, 4}, -1, 1, 12);
+  require_close(tw::vmap(tw::jacrev(g))(X), tw::vmap(tw::jacrev(g), tw::strategy::batched)(X), 1e-13);
+  require_close(tw::vmap(tw::jacfwd(g))(X), tw::vmap(tw::jacfwd(g), tw::strategy::batched)(X), 1e-13);
+  int calls = 0;
+  auto hc = counting(h, calls);
+  const auto H = tw::vmap(tw::hessian(hc))(X);
+  CHECK(calls == B);
+  require_close(H, tw::vmap(tw::hessian(h), tw::strategy::batched)(X), 1e-12);
+  for (std::int64_t b = 0; b < B; b += 19) require_close(tw::testing::row(H, b), tw::hessian(h)(tw::testing::row(X, b)), 1e-12);
+}
