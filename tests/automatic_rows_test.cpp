@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "tests/check.hpp"
@@ -57,6 +58,10 @@ TEST_CASE("automatic rows: vmap(grad(f)) over [B, 3] is the fixed loop, with the
   auto [g, v] = tw::vmap(tw::grad_and_value(f))(R);
   require_close(g, E, 1e-12);
   require_close(v, tw::vmap(energy)(R), 1e-13);
+  CHECK(calls == 3 * B);
+  // A type-erased f takes the runtime path (batching rules there), with the same numbers.
+  std::function<tw::dyn::value(tw::dyn::value)> erased = [](tw::dyn::value r) { return energy(r); };
+  require_close(tw::vmap(tw::grad(erased))(R).to_tensor(), E, 1e-12);
   CHECK(calls == 3 * B);
   // Float rows too.
   const std::vector<float> rf(R.data(), R.data() + 3 * B);
