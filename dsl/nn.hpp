@@ -27,16 +27,19 @@ template <operand X, operand Y> auto cross_entropy(const X& logits, const Y& tar
   const std::int64_t r = rank(logits);
   if (r < 1 || r > 2) throw error("cross_entropy: expected logits [C] or [N, C], got shape " + detail::shape_str(shape(logits)));
   auto lp = log_softmax(logits, -1);
+  auto probabilities = [&] { return -mean(sum(lp * target, -1)); };
+  auto indices = [&] { return -mean(gather(lp, -1, unsqueeze(target, -1))); };
+  using R = detail::branch_result_t<decltype(probabilities()), decltype(indices())>;
   if (rank(target) == r) {
     if (shape(target) != shape(logits))
       throw error("cross_entropy: probability targets of shape " + detail::shape_str(shape(target)) + " must match logits " +
                   detail::shape_str(shape(logits)));
-    return -mean(sum(lp * target, -1));
+    return detail::as_branch<R>(probabilities());
   }
   if (rank(target) != r - 1 || (r == 2 && shape(target)[0] != shape(logits)[0]))
     throw error("cross_entropy: class-index targets of shape " + detail::shape_str(shape(target)) + " do not fit logits " +
                 detail::shape_str(shape(logits)));
-  return -mean(gather(lp, -1, unsqueeze(target, -1)));
+  return detail::as_branch<R>(indices());
 }
 
 /// mean(-y log σ(x) - (1 - y) log(1 - σ(x))), computed stably as mean(softplus(x) - x y).

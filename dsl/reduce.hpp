@@ -294,9 +294,13 @@ template <operand X> auto var(const X& x) {
 template <operand X> auto norm(const X& x, double p, shape_t dims, bool keepdim = false) {
   const bool all = dims.empty();
   const reduction_dims r{std::move(dims), keepdim, all};
-  if (p == 2) return sqrt(detail::sum_r(x * x, r));
-  if (p == 1) return detail::sum_r(abs(x), r) * 1.0;
-  if (std::isinf(p) && p > 0) return detail::amax_r(abs(x), r) * 1.0;
+  auto two = [&] { return sqrt(detail::sum_r(x * x, r)); };
+  auto one = [&] { return detail::sum_r(abs(x), r) * 1.0; };
+  auto inf = [&] { return detail::amax_r(abs(x), r) * 1.0; };
+  using R = detail::branch_result_t<decltype(two()), decltype(one()), decltype(inf())>;
+  if (p == 2) return detail::as_branch<R>(two());
+  if (p == 1) return detail::as_branch<R>(one());
+  if (std::isinf(p) && p > 0) return detail::as_branch<R>(inf());
   throw error("norm: p = " + std::to_string(p) + " is not supported (use 1, 2 or infinity)");
 }
 template <operand X> auto norm(const X& x, double p = 2.0) { return norm(x, p, shape_t{}); }

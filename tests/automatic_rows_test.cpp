@@ -123,6 +123,26 @@ TEST_CASE("automatic rows: the cases it declines run batching rules, with the sa
   const auto G = tw::vmap(tw::grad(mm))(R);
   for (std::int64_t b = 0; b < B; b += 17) require_close(tw::testing::row(G, b), tw::grad(mm)(tw::testing::row(R, b)), 1e-13);
   CHECK(calls == 0);
+  // An op that takes fixed values only in part (sum over dim 0 with keepdim) throws on the fixed
+  // loop's first example; batching rules then run f, with their numbers.
+  auto kept = counting([](auto x) { return tw::sum(tw::sum(x * x, 0, true)); }, calls);
+  require_close(tw::vmap(tw::grad(kept))(R), 2.0 * R, 1e-13);
+  CHECK(calls == 1);
+  calls = 0;
+  // Type-erased code inside f: it cannot take fixed values of duals, so batching rules.
+  const std::function<tw::dyn::value(tw::dyn::value)> erased = [](tw::dyn::value r) { return energy(r); };
+  auto via_erased = counting([&](auto r) { return erased(r); }, calls);
+  require_close(tw::vmap(tw::grad(via_erased))(R), E, 1e-12);
+  CHECK(calls == 0);
+  // A composite with a branch that has no rule for fixed values (norm's p = inf takes amax):
+  // declined as a whole, with norm's gradient r / |r|.
+  auto length = counting([](auto r) { return tw::norm(r); }, calls);
+  const tw::tensor<double> L = tw::vmap(tw::grad(length))(R);
+  for (std::int64_t b = 0; b < B; b += 13) {
+    const tw::tensor<double> r = tw::testing::row(R, b);
+    require_close(tw::testing::row(L, b), r * (1.0 / std::sqrt(tw::sum(r * r).item())), 1e-13);
+  }
+  CHECK(calls == 0);
   // Not a transform with a tape-free path: vmap(f) itself.
   require_close(tw::vmap(f)(R), tw::vmap(energy, tw::strategy::batched)(R), 0);
   CHECK(calls == 0);

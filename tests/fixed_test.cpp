@@ -233,3 +233,24 @@ TEST_CASE("fixed: jacrev, jacfwd and hessian run forward mode on fixed values, a
   require_close(tw::vmap(tw::hessian(counted_f), in)(X), tw::vmap(tw::hessian(f))(X), 1e-13);
   CHECK(jet_calls == B);
 }
+
+TEST_CASE("automatic rows at the default limit: [B, 3] runs the fixed loop, wider rows batching rules") {
+  static_assert(TOWER_AUTOMATIC_FIXED_ROWS == 4, "this test is about the default limit");
+  auto energy = [](auto r) {
+    auto s = 1.0 / tw::sum(r * r);
+    auto s3 = s * s * s;
+    return 4.0 * (s3 * s3 - s3);
+  };
+  int on_fixed = 0;
+  auto f = [&](auto r) {
+    if constexpr (tw::is_fixed_v<decltype(r)>) ++on_fixed;
+    return energy(r);
+  };
+  const tw::tensor<double> R = sample({67, 3}, 0.6, 1.4, 21);
+  require_close(tw::vmap(tw::grad(f))(R), tw::testing::lennard_jones_gradient(R), 1e-12);
+  CHECK(on_fixed == 67);
+  on_fixed = 0;
+  const tw::tensor<double> W = sample({67, 5}, 0.6, 1.4, 22);  // 5 > 4: batching rules
+  require_close(tw::vmap(tw::grad(f))(W), tw::vmap(tw::grad(energy), tw::strategy::batched)(W), 1e-13);
+  CHECK(on_fixed == 0);
+}

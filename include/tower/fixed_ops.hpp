@@ -63,7 +63,11 @@ template <class Op, class... A>
 auto elementwise(const Op& op, const A&... a) {
   constexpr int R = std::max({rank<A>()...});
   constexpr int N = common_size<R, A...>();
-  static_assert(N > 0, "tw::fixed: an elementwise op got fixed sizes that do not broadcast");
+  // On numbers a size mismatch is the caller's bug. On grad's tape-free values it gives way
+  // (dual_unsupported): vmap's automatic fixed rows instantiate f for several sizes, and f may
+  // be written for one of them.
+  static_assert(N > 0 || !(std::is_arithmetic_v<fixeds::scalar_t<A>> && ...),
+                "tw::fixed: an elementwise op got fixed sizes that do not broadcast");
   using E = decltype(call_op(op, element<R, 0>(a)...));
   if constexpr (N <= 0 || is_dual_unsupported_v<E> || !std::is_same_v<E, std::remove_cvref_t<E>>) {
     return dual_unsupported{};

@@ -80,6 +80,20 @@ struct dual_unsupported {
 };
 template <class X> inline constexpr bool is_dual_unsupported_v = std::is_same_v<std::remove_cvref_t<X>, dual_unsupported>;
 
+namespace detail {
+/// The result type of a composite op whose branches (chosen at run time) return R...: the first,
+/// or dual_unsupported when a branch cannot run on the tape-free values, so that the composite
+/// gives way on them as a primitive without a rule does, instead of failing to compile.
+template <class... R>
+using branch_result_t = std::conditional_t<(is_dual_unsupported_v<R> || ...), dual_unsupported, std::tuple_element_t<0, std::tuple<R...>>>;
+/// A branch's value as the composite's result type R (see branch_result_t).
+template <class R, class X>
+R as_branch(X&& x) {
+  if constexpr (is_dual_unsupported_v<R>) return dual_unsupported{};
+  else return std::forward<X>(x);
+}
+}  // namespace detail
+
 namespace detail::duals {
 
 template <class X> constexpr int depth() {

@@ -112,8 +112,9 @@ template <class V, int L, class... A> struct base_type<grad_value<V, L, A...>> :
 template <class P, class T, int L> struct base_type<dual<P, T, L>> : base_type<P> {};
 template <class X> using base_type_t = typename base_type<std::remove_cvref_t<X>>::type;
 
-/// Element type (double or float) of any static value.
-template <class X> using scalar_type_t = kernels::element_t<base_type_t<X>>;
+/// Element type (double or float) of any static value, also of a tw::fixed of grad's tape-free
+/// numbers (scalar_dual), which vmap's fixed path hands f.
+template <class X> using scalar_type_t = kernels::element_t<base_type_t<detail::fixeds::scalar_t<base_type_t<X>>>>;
 
 /// True when X is, at every level, a bare scalar (no tensor and no batch anywhere inside).
 template <class X> inline constexpr bool is_scalar_type_v = kernels::is_plain_scalar_v<base_type_t<X>>;

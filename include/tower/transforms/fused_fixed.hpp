@@ -263,24 +263,27 @@ auto plain_arg(const X& x) {
 
 }  // namespace tower::detail::fused_fixed
 
-// Opt-in: with TOWER_AUTOMATIC_FIXED_ROWS defined to a size M >= 1 (the same in every translation
-// unit of a program), strategy::automatic takes the fixed path on its own: when exactly one
-// batched argument is a [B, N] tensor with N <= M, batched along dim 0, every other batched
-// argument is [B] and every unbatched one a number, vmap runs as if that argument's in_dims entry
-// were fixed_rows<N>. The spelling a JAX user writes, vmap(grad(energy))(R) with R of shape
-// [B, 3], is then one loop over examples (Lennard-Jones: 15x hand-written code with batching
-// rules, 1.1x this way; bench/README.md), with N known only at run time.
+// Automatic fixed rows: strategy::automatic takes the fixed path on its own when exactly one
+// batched argument is a [B, N] tensor with N <= TOWER_AUTOMATIC_FIXED_ROWS (default 4), batched
+// along dim 0, every other batched argument is [B] and every unbatched one a number: vmap runs as
+// if that argument's in_dims entry were fixed_rows<N>. The spelling a JAX user writes,
+// vmap(grad(energy))(R) with R of shape [B, 3], is then one loop over examples (Lennard-Jones:
+// 15x hand-written code with batching rules, 1.1x this way; bench/README.md), with N known only
+// at run time.
 //
-// Why it is off by default: it instantiates f's tape-free path on tw::fixed values for every
-// candidate N, and that instantiation is only *mostly* soft. Ops without a rule for fixed values
-// return dual_unsupported (and vmap then declines), but some code cannot be instantiated on them
-// at all: a function calling a member of its argument, and composites such as norm and
-// cross_entropy whose branches deduce different types (found by building the op tables with it
-// on). Such code compiles and runs with batching rules by default, so turning this on for
-// everyone would break it; a program whose functions compile on fixed values can turn it on.
-// Cost: compile time, one instantiation of f per candidate N.
+// This instantiates f's tape-free path on tw::fixed values for every N up to the limit, so f
+// must compile on them whenever it compiles on tensors: ops without a rule for fixed values
+// return dual_unsupported, composites whose branches differ give way as a whole
+// (branch_result_t), a size mismatch between fixed values of duals is dual_unsupported, and a
+// fixed of duals handed to type-erased code makes a dyn::value (dyn_value.hpp); in each case vmap
+// declines and runs batching rules. An op that takes fixed values only in part throws a
+// tower::error on the first example, and batching rules run f instead (try_rows_size). The op
+// tables build and pass with the limit at 8 (tests/automatic_rows_test.cpp sets 8).
+// Define TOWER_AUTOMATIC_FIXED_ROWS (the same in every translation unit of a program) to another
+// limit: 8 covers per-example Hessians on R^8, at some compile time (one instantiation of f per
+// candidate N); 0 turns it off. strategy::batched always runs batching rules.
 #ifndef TOWER_AUTOMATIC_FIXED_ROWS
-#define TOWER_AUTOMATIC_FIXED_ROWS 0
+#define TOWER_AUTOMATIC_FIXED_ROWS 4
 #endif
 
 namespace tower::detail::fused_fixed {
@@ -340,7 +343,13 @@ std::optional<R> try_rows_size(const F& f, const InDims& in, const OutDims& out,
       if constexpr (applies<F, In, A...>()) {
         if constexpr (std::is_same_v<decltype(run<F, In>(f, out, 1, a...)), R>) {
           const std::int64_t bs = batch_size<In>(a...);
-          if (bs > 0) return run<F, In>(f, out, bs, a...);
+          // An op that takes fixed values only in part (sum over one dim of a matrix, with
+          // keepdim) says so with a tower::error on the first example: batching rules then run
+          // f, and report any error of f's own again.
+          if (bs > 0) try {
+              return run<F, In>(f, out, bs, a...);
+            } catch (const error&) {
+            }
         }
       }
       return std::nullopt;

@@ -29,9 +29,9 @@
 // in cache instead of streaming batch-sized tensors through memory once per op.
 //
 // strategy::automatic (the default) picks packets when a batched argument holds at least 2^17
-// numbers, and batching rules on the whole batch otherwise. (Built with TOWER_AUTOMATIC_FIXED_ROWS
-// = M, it first tries fused_fixed.hpp's per-example loop on fixed rows for one [B, N] argument
-// with N <= M.) It never picks the per-example form
+// numbers, and batching rules on the whole batch otherwise. (It first tries fused_fixed.hpp's
+// per-example loop on fixed rows for one [B, N] argument with N <= TOWER_AUTOMATIC_FIXED_ROWS,
+// default 4.) It never picks the per-example form
 // on numbers, since that compiles f for numbers, which a function written for tensors may not
 // accept; strategy::fused asks for it explicitly. strategy::fused, ::packets and ::batched force a form. A
 // fused vmap or a packet loop pushes no interpreter of its own level: f runs as if called
