@@ -303,7 +303,10 @@ template <operand X> auto norm(const X& x, double p, shape_t dims, bool keepdim 
   if (std::isinf(p) && p > 0) return detail::as_branch<R>(inf());
   throw error("norm: p = " + std::to_string(p) + " is not supported (use 1, 2 or infinity)");
 }
-template <operand X> auto norm(const X& x, double p = 2.0) { return norm(x, p, shape_t{}); }
+template <operand X> auto norm(const X& x, double p) { return norm(x, p, shape_t{}); }
+/// The 2-norm of all elements: the p = 2 branch alone, so it also runs on tw::fixed values
+/// (vmap's fixed-rows loop), where p = 1 and infinity (abs, amax) have no rule.
+template <operand X> auto norm(const X& x) { return sqrt(detail::sum_r(x * x, reduction_dims{{}, false, true})); }
 template <operand X> auto norm(const X& x, double p, std::int64_t dim, bool keepdim = false) {
   return norm(x, p, shape_t{dim}, keepdim);
 }

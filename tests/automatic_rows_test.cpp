@@ -134,15 +134,22 @@ TEST_CASE("automatic rows: the cases it declines run batching rules, with the sa
   auto via_erased = counting([&](auto r) { return erased(r); }, calls);
   require_close(tw::vmap(tw::grad(via_erased))(R), E, 1e-12);
   CHECK(calls == 0);
-  // A composite with a branch that has no rule for fixed values (norm's p = inf takes amax):
-  // declined as a whole, with norm's gradient r / |r|.
+  // A composite with a branch that has no rule for fixed values (norm with p read at run time:
+  // p = inf takes amax) declines as a whole; norm(r), the 2-norm alone, runs the fixed loop.
+  // Both give r / |r|.
+  auto length_p = counting([](auto r) { return tw::norm(r, 2.0); }, calls);
+  const tw::tensor<double> Lp = tw::vmap(tw::grad(length_p))(R);
+  CHECK(calls == 0);
   auto length = counting([](auto r) { return tw::norm(r); }, calls);
   const tw::tensor<double> L = tw::vmap(tw::grad(length))(R);
+  CHECK(calls == B);
+  calls = 0;
   for (std::int64_t b = 0; b < B; b += 13) {
     const tw::tensor<double> r = tw::testing::row(R, b);
-    require_close(tw::testing::row(L, b), r * (1.0 / std::sqrt(tw::sum(r * r).item())), 1e-13);
+    const tw::tensor<double> expected = r * (1.0 / std::sqrt(tw::sum(r * r).item()));
+    require_close(tw::testing::row(Lp, b), expected, 1e-13);
+    require_close(tw::testing::row(L, b), expected, 1e-13);
   }
-  CHECK(calls == 0);
   // Not a transform with a tape-free path: vmap(f) itself.
   require_close(tw::vmap(f)(R), tw::vmap(energy, tw::strategy::batched)(R), 0);
   CHECK(calls == 0);
