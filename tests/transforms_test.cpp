@@ -153,6 +153,52 @@ TEST_CASE("perturbation confusion: d/dx [x * d/dy (x + y)] at x = 1 is 1, both p
   REQUIRE(tw::interpreter_stack_depth() == 0);
 }
 
+TEST_CASE("a captureless function transformed inside another transform runs below the live levels, both paths") {
+  // g holds no values, so grad(g)(c) inside a live transform runs at the level its argument
+  // predicts with the live transforms above it hidden (static_level.hpp), not at a second level.
+  auto g = [](auto y) { return y * y * y; };  // g'(y) = 3 y^2, g''(y) = 6 y
+  static_assert(!tw::detail::may_capture_values<decltype(g)>());
+  static_assert(!tw::detail::may_capture_values<decltype(tw::vmap(tw::hessian(g)))>());
+  const double k = 2.0;
+  auto h = [k](auto y) { return k * y; };  // holds a value: may have captured a transform's
+  static_assert(tw::detail::may_capture_values<decltype(h)>());
+  static_assert(tw::detail::may_capture_values<decltype(tw::grad(h))>());
+
+  // d/dx [x * g'(2)] = 12, inside grad; and per example inside vmap.
+  auto scaled = [](auto x) { return x * tw::grad([](auto y) { return y * y * y; })(2.0); };
+  require_close(tw::grad(scaled)(0.7), 12.0, 1e-12);
+  std::function<value(value)> scaled_r = [](value x) {
+    std::function<value(value)> gr = [](value y) { return y * y * y; };
+    return x * tw::grad(gr)(value(2.0));
+  };
+  require_close(tw::grad(scaled_r)(0.7).item(), 12.0, 1e-12);
+  const tensor<double> X({4}, {0.5, -1.0, 2.0, 3.0});
+  const tensor<double> Y = tw::vmap(scaled)(X);
+  for (std::int64_t b = 0; b < 4; ++b) require_close(Y.data()[b], 12.0 * X.data()[b], 1e-12);
+
+  // A composite (hessian = jacfwd(jacrev)) of a captureless function on a constant, per example.
+  auto with_hessian = [](auto x) {
+    const tensor<double> c({2}, {1.0, 2.0});
+    auto q = [](auto v) { return tw::sum(v * v * v); };  // Hessian diag(6 v)
+    return x * tw::sum(tw::hessian(q)(c));
+  };
+  const tensor<double> Z = tw::vmap(with_hessian)(X);
+  for (std::int64_t b = 0; b < 4; ++b) require_close(Z.data()[b], 18.0 * X.data()[b], 1e-12);
+
+  // An error inside the hidden region puts the hidden entries back.
+  auto throws = [](auto x) {
+    auto bad = [](auto y) {
+      const tensor<double> a({2}, {1.0, 2.0});
+      return tw::sum(a * y);  // y has 3 elements: a shape error at run time
+    };
+    REQUIRE_THROWS_AS(tw::grad(bad)(tensor<double>({3}, {1.0, 2.0, 3.0})), tw::error);
+    REQUIRE(tw::interpreter_stack_depth() == 1);
+    return x * x;
+  };
+  require_close(tw::grad(throws)(1.5), 3.0, 1e-12);
+  REQUIRE(tw::interpreter_stack_depth() == 0);
+}
+
 TEST_CASE("a transform depth chosen at run time: the n-th derivative") {
   std::function<value(value)> f = [](value x) { return tw::exp(x * 2.0); };
   for (int n = 0; n <= 4; ++n) {

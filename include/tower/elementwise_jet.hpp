@@ -107,10 +107,19 @@ dense_t<T, N> total(const elementwise_jet<T, N>& x) {
   dense_t<T, N> r;
   r.v = fixeds::tree_sum<0, n>([&](auto i) { return x.e.v[decltype(i)::value]; });
   const bool on = is_grad_enabled();  // under tw::no_grad, a constant (as a sum of the elements is)
-  r.h.fill(T(0));
-  for (std::size_t k = 0; k < n; ++k) {
-    r.g[k] = on ? x.e.g[k] : T(0);
-    r.h[k * n + k] = on ? x.e.h[k] : T(0);
+  if (on) {
+    // Whole rows written at once (a select per row), not a zero fill and then scalar stores on
+    // the diagonal, which the next op's vector loads of those rows would stall on.
+    r.g = x.e.g;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {  // row K: a constant mask of x.e.h
+      auto row = [&](std::size_t k) {
+        for (std::size_t j = 0; j < n; ++j) r.h[k * n + j] = j == k ? x.e.h[j] : T(0);
+      };
+      (row(K), ...);
+    }(std::make_index_sequence<n>{});
+  } else {
+    r.g.fill(T(0));
+    r.h.fill(T(0));
   }
   return r;
 }

@@ -101,6 +101,27 @@ class interpreter_scope {
   std::size_t depth_;
 };
 
+/// RAII: takes the live entries at `level` and above off the stack for the scope and puts them
+/// back on exit, exceptions included. For a static transform whose function holds no values
+/// (static_level.hpp): nothing of those transforms can reach it, so it runs at the level its
+/// arguments predict, below them. Allocates only when there is something to hide.
+class hide_live_levels {
+ public:
+  explicit hide_live_levels(int level) : entries_(detail::interpreter_stack().entries) {
+    while (!entries_.empty() && entries_.back()->level >= level) {
+      hidden_.push_back(entries_.back());
+      entries_.pop_back();
+    }
+  }
+  ~hide_live_levels() { entries_.insert(entries_.end(), hidden_.rbegin(), hidden_.rend()); }
+  hide_live_levels(const hide_live_levels&) = delete;
+  hide_live_levels& operator=(const hide_live_levels&) = delete;
+
+ private:
+  std::vector<interpreter_entry*>& entries_;  // this thread's stack
+  std::vector<interpreter_entry*> hidden_;    // top first
+};
+
 /// RAII: pops the top entry for the scope and pushes it back on exit, exceptions included
 /// (functorch's temporarilyPopInterpreterStack, used by lowering on the runtime path).
 class temporarily_pop_interpreter_stack {

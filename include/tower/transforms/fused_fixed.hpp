@@ -15,6 +15,7 @@
 // shapes) vmap runs as if each fixed_rows<N> entry were 0 and each fixed argument a tensor, after
 // checking that a fixed_rows argument is [B, N]. Both give the same numbers and types.
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -191,8 +192,11 @@ template <class F, class InDims, class OutDims, class... A>
         if constexpr (std::is_same_v<D, none_t>) {
           return *p;
         } else if constexpr (is_fixed_rows_v<D>) {
-          const auto* row = p + b * D::size;
-          return fixeds::generate<example_t<InDims, I, A>>([&](auto k) { return row[decltype(k)::value]; });
+          // One block copy (vector moves): N scalar stores, which a later vector load of the
+          // row would stall on (no store forwarding), cost more than the row's arithmetic.
+          fixed<std::remove_cvref_t<decltype(*p)>, D::size> x;
+          std::memcpy(x.e.data(), p + b * D::size, sizeof(x.e));
+          return x;
         } else {
           return p[b];
         }
@@ -234,6 +238,10 @@ template <class InDims>
 auto plain_in_dims(const InDims& in) {
   if constexpr (std::is_same_v<InDims, in_dims_all_t>) {
     return in;
+  } else if constexpr ([]<class... D>(std::type_identity<std::tuple<D...>>) {
+                         return (is_fixed_rows_v<D> && ...);
+                       }(std::type_identity<dims_tuple_t<InDims>>{})) {
+    return in_dims_t<>{};  // every entry 0: vmap's default, the same instantiation as vmap(f)
   } else {
     return std::apply([](const auto&... d) {
       return in_dims_t<std::conditional_t<is_fixed_rows_v<decltype(d)>, std::int64_t, std::remove_cvref_t<decltype(d)>>...>{{[&] {

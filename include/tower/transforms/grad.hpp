@@ -93,6 +93,7 @@ struct grad_transform;
 template <class F, int... I, bool HasAux, bool WithValue, int Floor>
 struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   F f;
+  using wrapped_function = F;  // holds f and nothing else (detail::may_capture_values)
 
   template <class... A>
   auto operator()(const A&... a) const {
@@ -109,7 +110,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       return run_runtime(a...);
     } else {
       constexpr int L = pytree_level<A...>() + 1;
-      return detail::run_at_level<L, Floor>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
+      return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
     }
   }
 

@@ -365,7 +365,7 @@ struct jacobian_entry {
     } else {
       static_assert(sizeof(typename Derived::template check<A...>) > 0);
       if constexpr ((is_dyn_v<A> || ...)) return self.template body<0>(a...);
-      else return run_composite<pytree_level<A...>() + 1>(Derived::name, [&](auto floor) { return self.template body<decltype(floor)::value>(a...); });
+      else return run_composite<pytree_level<A...>() + 1, may_capture_values<F>()>(Derived::name, [&](auto floor) { return self.template body<decltype(floor)::value>(a...); });
     }
   }
 };
@@ -377,6 +377,7 @@ struct jacrev_transform;
 template <class F, int... I>
 struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_transform<F, argnums_t<I...>>, F, I...> {
   F f;
+  using wrapped_function = F;  // f and a memo of output shapes, no values (detail::may_capture_values)
   std::shared_ptr<detail::output_shape_memo> memo = std::make_shared<detail::output_shape_memo>();
   static constexpr const char* name = "jacrev";
 
@@ -465,6 +466,7 @@ struct jacfwd_transform;
 template <class F, int... I>
 struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_transform<F, argnums_t<I...>>, F, I...> {
   F f;
+  using wrapped_function = F;  // holds f and nothing else (detail::may_capture_values)
   static constexpr const char* name = "jacfwd";
 
 

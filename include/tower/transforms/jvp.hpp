@@ -38,7 +38,7 @@ auto split_dual(const R& r) {
 template <int Floor, class F, class... P, class... T>
 auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
   constexpr int L = pytree_level<P..., T...>() + 1;
-  return run_at_level<L, Floor>("jvp", [&](auto level) {
+  return run_at_level<L, Floor, may_capture_values<F>()>("jvp", [&](auto level) {
     constexpr int Lv = decltype(level)::value;
     const bool prev = is_fwd_grad_enabled();
     interpreter_scope scope(transform_type::jvp, Lv);

@@ -143,6 +143,7 @@ struct vmap_transform {
   InDims in;
   OutDims out;
   vmap_options opts{};
+  using wrapped_function = F;  // f and options, no values (detail::may_capture_values)
 
   template <class... A>
   auto operator()(const A&... a) const {
@@ -159,7 +160,7 @@ struct vmap_transform {
       static_assert((is_pytree_v<A> && ...), "vmap: arguments must be numbers, tensors or pytrees of them");
       constexpr int L = pytree_level<A...>() + 1;
       auto batched_run = [&] {
-        return detail::run_at_level<L, Floor>("vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
+        return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
       };
       if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && fused_applies<A...>() &&
                     detail::fused::plain_result_v<decltype(batched_run())>) {
@@ -181,13 +182,19 @@ struct vmap_transform {
   template <class... A>
   auto run_fixed(const A&... a) const {
     namespace ff = detail::fused_fixed;
+    constexpr bool loop = !std::is_same_v<Strategy, strategy::batched_t> && !std::is_same_v<Strategy, strategy::packets_t> &&
+                          ff::applies<F, InDims, A...>();
+    // When the loop applies but declines at run time (chunk_size, randomness, no examples),
+    // automatic's other forms decline for the same reasons: batching rules run, and with
+    // in_dims for "0 everywhere" this is the instantiation vmap(f, strategy::batched) makes, not
+    // one more copy of the batched form (compile time).
+    using Fallback = std::conditional_t<loop && std::is_same_v<Strategy, strategy::automatic_t>, strategy::batched_t, Strategy>;
     auto on_tensors = [&] {
       const auto plain_in = ff::plain_in_dims(in);
-      const vmap_transform<F, std::remove_cvref_t<decltype(plain_in)>, OutDims, Strategy, Floor> v{f, plain_in, out, opts};
+      const vmap_transform<F, std::remove_cvref_t<decltype(plain_in)>, OutDims, Fallback, Floor> v{f, plain_in, out, opts};
       return [&]<std::size_t... I>(std::index_sequence<I...>) { return v(ff::plain_arg<InDims, I>(a)...); }(std::index_sequence_for<A...>{});
     };
-    if constexpr (!std::is_same_v<Strategy, strategy::batched_t> && !std::is_same_v<Strategy, strategy::packets_t> &&
-                  ff::applies<F, InDims, A...>()) {
+    if constexpr (loop) {
       if constexpr (std::is_same_v<decltype(ff::run<F, InDims>(f, out, 1, a...)), decltype(on_tensors())>) {
         if (opts.chunk_size <= 0 && opts.randomness == randomness_kind::error)
           if (const std::int64_t bs = ff::batch_size<InDims>(a...); bs > 0) return ff::run<F, InDims>(f, out, bs, a...);
