@@ -3,7 +3,8 @@
 // per-example loop on tw::fixed rows, with the numbers of batching rules; every case it must
 // decline (other layouts, sizes, unbatched tensors, ops without a rule for fixed values, errors)
 // runs batching rules as before. Which form ran is observed by counting the calls of f with a
-// tw::fixed argument (or, for Hessians, an elementwise jet). The option is on in this translation unit only (a test binary of its own).
+// tw::fixed argument (or, for Hessians, an elementwise jet). The limit is set here (8, the
+// default) so that the sizes below stay what they test if the default changes.
 #define TOWER_AUTOMATIC_FIXED_ROWS 8
 #include <catch2/catch.hpp>
 

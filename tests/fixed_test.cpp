@@ -234,8 +234,8 @@ TEST_CASE("fixed: jacrev, jacfwd and hessian run forward mode on fixed values, a
   CHECK(jet_calls == B);
 }
 
-TEST_CASE("automatic rows at the default limit: [B, 3] runs the fixed loop, wider rows batching rules") {
-  static_assert(TOWER_AUTOMATIC_FIXED_ROWS == 4, "this test is about the default limit");
+TEST_CASE("automatic rows at the default limit: [B, 3] and [B, 8] run the fixed loop, wider rows batching rules") {
+  static_assert(TOWER_AUTOMATIC_FIXED_ROWS == 8, "this test is about the default limit");
   auto energy = [](auto r) {
     auto s = 1.0 / tw::sum(r * r);
     auto s3 = s * s * s;
@@ -250,7 +250,20 @@ TEST_CASE("automatic rows at the default limit: [B, 3] runs the fixed loop, wide
   require_close(tw::vmap(tw::grad(f))(R), tw::testing::lennard_jones_gradient(R), 1e-12);
   CHECK(on_fixed == 67);
   on_fixed = 0;
-  const tw::tensor<double> W = sample({67, 5}, 0.6, 1.4, 22);  // 5 > 4: batching rules
+  const tw::tensor<double> V = sample({67, 8}, 0.6, 1.4, 23);  // 8: the loop
+  require_close(tw::vmap(tw::grad(f))(V), tw::vmap(tw::grad(energy), tw::strategy::batched)(V), 1e-13);
+  CHECK(on_fixed == 67);
+  on_fixed = 0;
+  const tw::tensor<double> W = sample({67, 9}, 0.6, 1.4, 22);  // 9 > 8: batching rules
   require_close(tw::vmap(tw::grad(f))(W), tw::vmap(tw::grad(energy), tw::strategy::batched)(W), 1e-13);
   CHECK(on_fixed == 0);
+  // The default spelling of per-example Hessians on R^8 is one pass on elementwise jets per example.
+  int on_jets = 0;
+  auto g = [&](auto x) {
+    if constexpr (tw::is_elementwise_jet_v<decltype(x)>) ++on_jets;
+    return tw::log(1.0 + tw::sum(x * x)) + tw::sum(tw::sin(x));
+  };
+  auto g_plain = [](auto x) { return tw::log(1.0 + tw::sum(x * x)) + tw::sum(tw::sin(x)); };
+  require_close(tw::vmap(tw::hessian(g))(V), tw::vmap(tw::hessian(g_plain), tw::strategy::batched)(V), 1e-12);
+  CHECK(on_jets == 67);
 }

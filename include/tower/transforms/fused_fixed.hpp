@@ -272,7 +272,7 @@ auto plain_arg(const X& x) {
 }  // namespace tower::detail::fused_fixed
 
 // Automatic fixed rows: strategy::automatic takes the fixed path on its own when exactly one
-// batched argument is a [B, N] tensor with N <= TOWER_AUTOMATIC_FIXED_ROWS (default 4), batched
+// batched argument is a [B, N] tensor with N <= TOWER_AUTOMATIC_FIXED_ROWS (default 8), batched
 // along dim 0, every other batched argument is [B] and every unbatched one a number: vmap runs as
 // if that argument's in_dims entry were fixed_rows<N>. The spelling a JAX user writes,
 // vmap(grad(energy))(R) with R of shape [B, 3], is then one loop over examples (Lennard-Jones:
@@ -286,12 +286,13 @@ auto plain_arg(const X& x) {
 // fixed of duals handed to type-erased code makes a dyn::value (dyn_value.hpp); in each case vmap
 // declines and runs batching rules. An op that takes fixed values only in part throws a
 // tower::error on the first example, and batching rules run f instead (try_rows_size). The op
-// tables build and pass with the limit at 8 (tests/automatic_rows_test.cpp sets 8).
+// tables build and pass at the limit (tests/automatic_rows_test.cpp).
 // Define TOWER_AUTOMATIC_FIXED_ROWS (the same in every translation unit of a program) to another
-// limit: 8 covers per-example Hessians on R^8, at some compile time (one instantiation of f per
-// candidate N); 0 turns it off. strategy::batched always runs batching rules.
+// limit: 8 covers per-example Hessians on R^8 (vmap(hessian(f))(X) on elementwise jets); each
+// candidate N is one more instantiation of f (4 instead of 8: hessian_bench 43 -> 31 s of g++
+// -O2); 0 turns it off. strategy::batched always runs batching rules.
 #ifndef TOWER_AUTOMATIC_FIXED_ROWS
-#define TOWER_AUTOMATIC_FIXED_ROWS 4
+#define TOWER_AUTOMATIC_FIXED_ROWS 8
 #endif
 
 namespace tower::detail::fused_fixed {
