@@ -192,11 +192,17 @@ template <class F, class InDims, class OutDims, class... A>
         if constexpr (std::is_same_v<D, none_t>) {
           return *p;
         } else if constexpr (is_fixed_rows_v<D>) {
-          // One block copy (vector moves): N scalar stores, which a later vector load of the
-          // row would stall on (no store forwarding), cost more than the row's arithmetic.
-          fixed<std::remove_cvref_t<decltype(*p)>, D::size> x;
-          std::memcpy(x.e.data(), p + b * D::size, sizeof(x.e));
-          return x;
+          const auto* row = p + b * D::size;
+          if constexpr (!first_order<F>()) {
+            // A Hessian on jets: one block copy (vector moves). N scalar stores, which the
+            // seed's vector load would stall on (no store forwarding), cost ~10% of the example.
+            // (A first-order body is vectorised across examples, which the copy would prevent.)
+            fixed<std::remove_cvref_t<decltype(*p)>, D::size> x;
+            std::memcpy(x.e.data(), row, sizeof(x.e));
+            return x;
+          } else {
+            return fixeds::generate<example_t<InDims, I, A>>([&](auto k) { return row[decltype(k)::value]; });
+          }
         } else {
           return p[b];
         }
