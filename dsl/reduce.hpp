@@ -211,6 +211,41 @@ struct extremum_op : reduction_batch_rule<extremum_op<Max>> {
 using amax_op = extremum_op<true>;
 using amin_op = extremum_op<false>;
 
+namespace detail {
+/// amax / amin of all elements of a 1-D tw::fixed value (vmap's fixed-rows loop): the tensor
+/// kernel's pick (an element wins only by comparing strictly better, so NaNs are passed over), the
+/// derivative shared evenly between tied extrema. The value is the extremum exactly: the ties'
+/// differences from it are zeros that carry only their tangents. Other dims are a tower::error.
+template <bool Max>
+struct fixed_rule<extremum_op<Max>> {
+  template <class X>
+  static auto run(const extremum_op<Max>& op, const X& x) {
+    if constexpr (!is_fixed_v<X>) {
+      return dual_unsupported{};
+    } else if constexpr (fixeds::rank<X>() != 1) {
+      throw error(std::string(extremum_op<Max>::name) + ": on a tw::fixed value of shape " + detail::shape_str(fixed_shape<X>()) +
+                  " only 1-D values are supported; convert with tw::to_tensor");
+      return x.e[0][0];
+    } else {
+      const auto& d = op.r.dims;
+      if (!(op.r.all || (d.size() == 1 && (d[0] == 0 || d[0] == -1))) || op.r.keepdim)
+        throw error(std::string(extremum_op<Max>::name) + ": on a tw::fixed value only the extremum of all elements without keepdim is supported");
+      auto better = [](const auto& a, const auto& b) { return static_cast<bool>(Max ? gt(a, b) : lt(a, b)); };
+      const double start = Max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+      std::size_t best = 0;
+      bool found = false;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(X::size); ++i)
+        if (found ? better(x.e[i], x.e[best]) : better(x.e[i], start)) best = i, found = true;
+      auto ties = x.e[best] - x.e[best];
+      double k = 1;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(X::size); ++i)
+        if (i != best && static_cast<bool>(eq(x.e[i], x.e[best]))) ties = ties + (x.e[i] - x.e[best]), k += 1;
+      return x.e[best] + ties * (1.0 / k);
+    }
+  }
+};
+}  // namespace detail
+
 // Public spellings: f(x) over all dims; f(x, dim, keepdim); f(x, {dims...}, keepdim).
 #define TOWER_REDUCTION_FN(NAME)                                                                            \
   template <operand X> auto NAME(const X& x) { return call_op(NAME##_op{{}, {{}, false, true}}, x); }          \
@@ -304,8 +339,7 @@ template <operand X> auto norm(const X& x, double p, shape_t dims, bool keepdim 
   throw error("norm: p = " + std::to_string(p) + " is not supported (use 1, 2 or infinity)");
 }
 template <operand X> auto norm(const X& x, double p) { return norm(x, p, shape_t{}); }
-/// The 2-norm of all elements: the p = 2 branch alone, so it also runs on tw::fixed values
-/// (vmap's fixed-rows loop), where p = 1 and infinity (abs, amax) have no rule.
+/// The 2-norm of all elements: the p = 2 branch alone (no branch on p at run time).
 template <operand X> auto norm(const X& x) { return sqrt(detail::sum_r(x * x, reduction_dims{{}, false, true})); }
 template <operand X> auto norm(const X& x, double p, std::int64_t dim, bool keepdim = false) {
   return norm(x, p, shape_t{dim}, keepdim);

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "tests/check.hpp"
@@ -135,12 +136,12 @@ TEST_CASE("automatic rows: the cases it declines run batching rules, with the sa
   auto via_erased = counting([&](auto r) { return erased(r); }, calls);
   require_close(tw::vmap(tw::grad(via_erased))(R), E, 1e-12);
   CHECK(calls == 0);
-  // A composite with a branch that has no rule for fixed values (norm with p read at run time:
-  // p = inf takes amax) declines as a whole; norm(r), the 2-norm alone, runs the fixed loop.
-  // Both give r / |r|.
+  // norm with p read at run time (a composite whose branches take abs and amax) runs the fixed
+  // loop too, as does norm(r), the 2-norm alone: both give r / |r|.
   auto length_p = counting([](auto r) { return tw::norm(r, 2.0); }, calls);
   const tw::tensor<double> Lp = tw::vmap(tw::grad(length_p))(R);
-  CHECK(calls == 0);
+  CHECK(calls == B);
+  calls = 0;
   auto length = counting([](auto r) { return tw::norm(r); }, calls);
   const tw::tensor<double> L = tw::vmap(tw::grad(length))(R);
   CHECK(calls == B);
@@ -151,6 +152,17 @@ TEST_CASE("automatic rows: the cases it declines run batching rules, with the sa
     require_close(tw::testing::row(Lp, b), expected, 1e-13);
     require_close(tw::testing::row(L, b), expected, 1e-13);
   }
+  // p = 1 and infinity on the loop, against batching rules (amax shares the gradient of ties).
+  for (const double p : {1.0, std::numeric_limits<double>::infinity()}) {
+    auto norm_p = [p](auto r) { return tw::norm(r, p); };
+    auto counted = counting(norm_p, calls);
+    require_close(tw::vmap(tw::grad(counted))(R), tw::vmap(tw::grad(norm_p), tw::strategy::batched)(R), 1e-13);
+    CHECK(calls == B);
+    calls = 0;
+  }
+  const tw::tensor<double> tied({2, 3}, {3.0, -3.0, 1.0, 2.0, 2.0, 2.0});
+  auto amax_amin = [](auto r) { return 2.0 * tw::amax(r) + tw::amin(r); };
+  require_close(tw::vmap(tw::grad(amax_amin))(tied), tw::tensor<double>({2, 3}, {2.0, 1.0, 0.0, 1.0, 1.0, 1.0}), 1e-15);
   // Not a transform with a tape-free path: vmap(f) itself.
   require_close(tw::vmap(f)(R), tw::vmap(energy, tw::strategy::batched)(R), 0);
   CHECK(calls == 0);

@@ -1,4 +1,4 @@
-// Every unary op on tw::fixed values, and the reductions sum and dot, through the fixed checker
+// Every unary op on tw::fixed values, and the reductions sum, amax, amin and dot, through the fixed checker
 // (fixed_checker.hpp): values, grad, grad of grad, hessian and vmap(grad) with fixed_rows against
 // the tensor path. (Binary ops: fixed_ops_binary_test.cpp; conversions, errors, vmap's forms and
 // Jacobians on fixed values: fixed_test.cpp.)
@@ -39,6 +39,8 @@ TEST_CASE("fixed: every unary op against tensors (values, grad, grad of grad, he
   check<vector>("reciprocal", [](const auto& x) { return tw::reciprocal(x); }, 0.3, 2);
   // A reduction to a number inside an elementwise chain (the jets' dense fallback).
   check_deep<vector>("sum", [](const auto& x) { return tw::sum(tw::sin(x)) * x; });
+  check<vector>("amax", [](const auto& x) { return tw::amax(tw::sin(x)) * x; });
+  check<vector>("amin", [](const auto& x) { return tw::amin(tw::sin(x)) * x; });
   WARN("fixed checker, unary ops: " << cases << " (op, rule) cases");
-  CHECK(cases == 24 * 5 + 4 * 2);
+  CHECK(cases == 26 * 5 + 4 * 2);
 }
