@@ -56,12 +56,6 @@ constexpr int predicted_level() {
   return l + 1;
 }
 
-/// Calls run(std::integral_constant<int, level>) at the predicted level, or above the live stack.
-///
-/// Floor says who calls: 0, a user-facing transform (check, and one alternative instantiation
-/// for the closure case); -1 or a positive floor, a transform inside a tower composite (jacrev,
-/// jacfwd, vjp_fn) whose entry already made that check: the level is max(predicted, floor) and
-/// there is no alternative instantiation, which keeps compile time linear in the nesting depth.
 /// The closure case: a transform call whose level P is at or below the live level `live`. With a
 /// function that holds no values, at(P) with the live transforms from P up hidden; otherwise
 /// at(P + closure_level_step), converted to R, or tower::error when that is not above them either.
@@ -79,6 +73,13 @@ R run_below_live(const char* transform, int live, At&& at) {
   }
 }
 
+/// Calls run(std::integral_constant<int, level>) at the predicted level, or above the live stack.
+///
+/// Floor says who calls: 0, a user-facing transform (check, and one alternative instantiation
+/// for the closure case); -1 or a positive floor, a transform inside a tower composite (jacrev,
+/// jacfwd, vjp_fn) whose entry already made that check: the level is max(predicted, floor) and
+/// there is no alternative instantiation, which keeps compile time linear in the nesting depth.
+/// MayCapture: may_capture_values<F>() of the transform's function (false: no alternative either).
 template <int L, int Floor = 0, bool MayCapture = true, class Run>
 auto run_at_level(const char* transform, Run&& run) {
   if constexpr (Floor != 0) {
