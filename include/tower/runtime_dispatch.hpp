@@ -221,7 +221,8 @@ value run_base(const Op& op, const arg_refs<N>& args) {
       // One-element operands (scalars, batch-size-1 values): the kernel on doubles, and the
       // result has the broadcast shape, ones of the largest rank. No tensor is built.
       if ((args[I]->is_inline() && ...)) {
-        const int r = std::max({0, args[I]->inline_rank()...});
+        int r = 0;  // (a fold, not std::max of a list: GCC called that out of line here)
+        ((r = args[I]->inline_rank() > r ? args[I]->inline_rank() : r), ...);
         return value::one_element(static_cast<double>(op.base(args[I]->scalar()...)), r);
       }
     }
