@@ -4,6 +4,7 @@
 // on stacks of matrices [..., n, m] (of vectors for vecdot) with Eigen base kernels; vmap's batch
 // dim is one more stack dim.
 #include <cstdint>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -63,6 +64,25 @@ struct matmul_op {
     return detail::tensor_kernel(name, a, b, [](const auto& x, const auto& y) { return kernels::matmul(x, y); });
   }
   template <class BS, class A, class B> auto batch(BS, const A& a, const B& b) const { return detail::batch_matrices(*this, a, b); }
+  /// With the batch last (batched::batch_last): a plain matrix times a batch of X [k] or [k, m],
+  /// physically [k, B] or [k, m, B], is one product by [k, B] or [k, m B], and its result keeps
+  /// the batch last. std::nullopt for other operands.
+  template <class BS, class A, class B> auto batch_last_rule(BS, const A& a, const B& b) const {
+    using P = std::remove_cvref_t<decltype(b.value)>;
+    std::optional<P> r;
+    if constexpr (is_tensor_v<P> && std::is_same_v<std::remove_cvref_t<decltype(a.value)>, P> &&
+                  !decltype(a.batched)::value && decltype(b.batched)::value) {
+      const P& w = a.value;
+      const P& x = b.value;
+      if (w.dim() == 2 && (x.dim() == 2 || x.dim() == 3) && x.shape()[0] == w.shape()[1]) {
+        shape_t s = x.shape();
+        s[0] = w.shape()[0];
+        const P y = x.dim() == 2 ? call_op(*this, w, x) : call_op(*this, w, x.with_shape({x.shape()[0], x.numel() / x.shape()[0]}));
+        r = y.with_shape(std::move(s));
+      }
+    }
+    return r;
+  }
   template <class G, class O, class A, class B> auto vjp(const G& g, const O&, const A& a, const B& b) const {
     const std::uint32_t need = detail::take_needed_inputs();
     return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(call_op(*this, g, detail::mT(b)), a); }),

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <numeric>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -41,6 +42,14 @@ struct sum_op {
     auto d = dims_for(logical_rank(x));
     for (auto& k : d) ++k;
     return call_op(sum_op{d, keepdim, false}, x.value);
+  }
+  /// With the batch last (batched::batch_last): the logical dims are the physical ones.
+  template <class BS, class X> auto batch_last_rule(BS, const X& x) const {
+    using P = std::remove_cvref_t<decltype(x.value)>;
+    std::optional<P> r;
+    if constexpr (is_tensor_v<P> && decltype(x.batched)::value)
+      r = call_op(sum_op{dims_for(x.value.dim() - 1), keepdim, false}, x.value);
+    return r;
   }
   template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
     if constexpr (is_scalar_type_v<X>) {

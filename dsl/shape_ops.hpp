@@ -2,6 +2,7 @@
 // Shape ops: reshape, broadcast_to, movedim, item, to_tensor, and the composites built on them.
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -19,6 +20,19 @@ struct reshape_op {
     shape_t s = kernels::infer_shape("reshape", target, numel_of(logical_shape(x)), logical_shape(x));
     s.insert(s.begin(), bs);
     return call_op(reshape_op{s}, x.value);
+  }
+  /// With the batch last (batched::batch_last): examples stay interleaved the same way, so the
+  /// physical value is reshaped to target + [B], no copy.
+  template <class BS, class X> auto batch_last_rule(BS bs, const X& x) const {
+    using P = std::remove_cvref_t<decltype(x.value)>;
+    std::optional<P> r;
+    if constexpr (is_tensor_v<P> && decltype(x.batched)::value) {
+      const shape_t logical(x.value.shape().begin(), x.value.shape().end() - 1);
+      shape_t s = kernels::infer_shape("reshape", target, numel_of(logical), logical);
+      s.push_back(bs);
+      r = x.value.with_shape(std::move(s));
+    }
+    return r;
   }
   template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
     return std::make_tuple(call_op(reshape_op{shape(x)}, g));

@@ -117,6 +117,8 @@ namespace runtime::detail {
 template <class W>
 value static_to_value(const W& w) {
   if constexpr (W::key == transform_type::vmap) {
+    if constexpr (is_tensor_v<typename W::physical_type>)
+      if (w.batch_last) return static_to_value(tower::detail::batch_first(w));  // runtime values keep the batch first
     return dyn::wrap(transform_type::vmap, W::level, w.serial, to_value(w.value));
   } else if constexpr (W::key == transform_type::jvp) {
     return dyn::wrap_dual(W::level, w.serial, to_value(w.primal), to_value(w.tangent));

@@ -20,6 +20,7 @@
 #include <boost/hana/unique.hpp>
 #include <boost/hana/tuple.hpp>
 #include <cstdint>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -101,6 +102,24 @@ struct vmap_interpreter {
 
   template <class Op, class... A>
   auto process(const Op& op, const A&... a) const {
+    if constexpr ((is_tensor_batched_here<A>() || ...)) {
+      if ((batch_last_here(a) || ...)) {
+        // The batch last (batched::batch_last): kept there when the op can, else moved first.
+        using R = decltype(process_batch_first(op, a...));
+        if (auto r = keep_batch_last<R>(op, a...)) return std::move(*r);
+        return process_batch_first(op, batch_first_here(a)...);
+      }
+    }
+    return process_batch_first(op, a...);
+  }
+
+  /// Lowering: dispatch on the rest of the stack (the args given are already peeled).
+  template <class Op, class... A>
+  static auto lower(const Op& op, const A&... a) { return dispatch_static(op, a...); }
+
+ private:
+  template <class Op, class... A>
+  auto process_batch_first(const Op& op, const A&... a) const {
     if constexpr (requires { op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...); }) {
       // Ops that depend on the vmap's options (random ops and randomness=).
       auto phys = op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...);
@@ -115,11 +134,83 @@ struct vmap_interpreter {
     }
   }
 
-  /// Lowering: dispatch on the rest of the stack (the args given are already peeled).
-  template <class Op, class... A>
-  static auto lower(const Op& op, const A&... a) { return dispatch_static(op, a...); }
+  /// Whether X is a tensor batched at this level (the values batch_last applies to).
+  template <class X>
+  static constexpr bool is_tensor_batched_here() {
+    if constexpr (is_batched_at_v<X, L>) return is_tensor_v<typename X::physical_type>;
+    else return false;
+  }
+  template <class X>
+  static bool batch_last_here(const X& x) {
+    if constexpr (is_tensor_batched_here<X>()) return x.batch_last;
+    else return false;
+  }
+  template <class X>
+  static decltype(auto) batch_first_here(const X& x) {
+    if constexpr (is_tensor_batched_here<X>()) return detail::batch_first(x);
+    else return (x);
+  }
 
- private:
+  /// op's result with the batch kept last, when every argument is plain or a tensor batched
+  /// here with its batch last (or no other dim), and the op is elementwise (a plain tensor gains
+  /// a trailing 1, so broadcasting lines up the logical dims) or has a batch_last_rule (reshape,
+  /// sum, matmul by a plain matrix). std::nullopt otherwise: the batch goes first.
+  template <class R, class Op, class... A>
+  std::optional<R> keep_batch_last(const Op& op, const A&... a) const {
+    constexpr bool plain_or_here = ((is_tensor_batched_here<A>() || kernels::is_plain_v<A>) && ...);
+    if constexpr (!plain_or_here || requires { op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...); }) {
+      return std::nullopt;
+    } else if (!((!is_tensor_batched_here<A>() || batch_last_here(a) || trailing_ok(a)) && ...)) {
+      return std::nullopt;  // another argument has its batch first
+    } else if constexpr (is_elementwise_v<Op>) {
+      auto phys = dispatch_static(op, trailing(a)...);
+      if constexpr (!std::is_same_v<batched<decltype(phys), L>, R>) {
+        return std::nullopt;
+      } else {
+        const bool last = phys.dim() >= 2;  // a [B] result: no other dim, batch first and last
+        return R{std::move(phys), batch_size_, serial_, last};
+      }
+    } else if constexpr (requires { op.batch_last_rule(batch_size_, last_bval(a)...); }) {
+      auto phys = op.batch_last_rule(batch_size_, last_bval(a)...);
+      if constexpr (!std::is_same_v<batched<typename decltype(phys)::value_type, L>, R>) {
+        return std::nullopt;
+      } else {
+        if (!phys) return std::nullopt;
+        const bool last = phys->dim() >= 2;
+        return R{std::move(*phys), batch_size_, serial_, last};
+      }
+    } else {
+      return std::nullopt;
+    }
+  }
+  /// A batched value that is [B]: its batch is first and last.
+  template <class X>
+  static bool trailing_ok(const X& x) {
+    if constexpr (is_tensor_batched_here<X>()) return x.value.dim() == 1;
+    else return true;
+  }
+  /// An elementwise op's operand with the batch last: a batched value's physical value, a plain
+  /// tensor with a trailing 1 (a number or a rank-0 tensor broadcasts as it is).
+  template <class X>
+  static auto trailing(const X& x) {
+    if constexpr (is_tensor_batched_here<X>()) {
+      return x.value;
+    } else if constexpr (is_tensor_v<X>) {
+      if (x.dim() == 0) return x;
+      shape_t s = x.shape();
+      s.push_back(1);
+      return x.with_shape(std::move(s));
+    } else {
+      return x;
+    }
+  }
+  /// A batch_last_rule's argument: the physical value (batch last) or the plain value.
+  template <class X>
+  static auto last_bval(const X& x) {
+    if constexpr (is_tensor_batched_here<X>()) return bval<typename X::physical_type, std::true_type>{x.value, {}};
+    else return bval<X, std::false_type>{x, {}};
+  }
+
   template <class X>
   void take(const X& x) {
     if constexpr (level_of<X>() == L) {
@@ -331,6 +422,8 @@ V convert_adjoint(G&& g) {
     else if constexpr (is_tensor_v<V> && kernels::is_plain_scalar_v<GD>) return V(static_cast<typename V::value_type>(g));
     else static_assert(lv != 0, "tower: internal: cannot convert between these plain types");
   } else if constexpr (V::key == transform_type::vmap) {
+    if constexpr (is_tensor_v<typename inner_type<GD>::type>)
+      if (g.batch_last) return convert_adjoint<V>(batch_first(g));
     return V{convert_adjoint<typename inner_type<V>::type>(g.value), g.batch_size, g.serial};
   } else if constexpr (V::key == transform_type::jvp) {
     return V{convert_adjoint<typename V::primal_type>(g.primal), convert_adjoint<typename V::tangent_type>(g.tangent), g.serial};

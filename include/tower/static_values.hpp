@@ -21,6 +21,7 @@
 
 #include "tower/fixed.hpp"
 #include "tower/kernels.hpp"
+#include "tower/kernels/shape.hpp"
 #include "tower/tensor.hpp"
 #include "tower/transform_type.hpp"
 
@@ -42,9 +43,16 @@ struct batched {
   static constexpr transform_type key = transform_type::vmap;
   using physical_type = P;
 
-  P value;                  // physical value, batch in dim 0
-  std::int64_t batch_size;  // size of dim 0
+  P value;                  // physical value, batch in dim 0 (or last: batch_last)
+  std::int64_t batch_size;  // size of the batch dim
   std::uint64_t serial;     // the vmap call that made it
+  /// The batch is value's last dim, not its first (value is then a tensor of logical rank >= 1).
+  /// JAX's batching rules put the batch dim where it is cheapest; tower's put it first, and this
+  /// is the one other place: vmap with in_dims -1 and jacfwd's basis start there, elementwise
+  /// ops and matmul by an unbatched matrix keep it there, and out_dims -1 takes it as it is, so
+  /// jacfwd of tanh(A x) transposes nothing. Every other op sees the batch first
+  /// (detail::batch_first, which the vmap interpreter applies before a batching rule).
+  bool batch_last = false;
 };
 
 template <class V, int L, class... A>
@@ -215,12 +223,33 @@ shape_t shape(const X& x) {
     return shape_t{};  // a number of grad's tape-free path (scalar_dual.hpp): an element of a fixed
   } else if constexpr (D::key == transform_type::vmap) {
     shape_t s = shape(x.value);
-    s.erase(s.begin());
+    s.erase(x.batch_last ? s.end() - 1 : s.begin());
     return s;
   } else {
     return shape(x.primal);
   }
 }
+
+namespace detail {
+/// x with its batch in dim 0: x itself, or a batch_last value's physical value with its last
+/// dim moved first (a transpose). An identity basis stays known_diagonal: the transpose of a
+/// diagonal [n, n] matrix is diagonal.
+template <class P, int L>
+batched<P, L> batch_first(const batched<P, L>& x) {
+  if constexpr (is_tensor_v<P>) {
+    if (x.batch_last) {
+      const auto r = static_cast<std::size_t>(x.value.dim());
+      shape_t perm(r);
+      perm[0] = static_cast<std::int64_t>(r) - 1;
+      for (std::size_t k = 1; k < r; ++k) perm[k] = static_cast<std::int64_t>(k) - 1;
+      P t = kernels::permute(x.value, std::move(perm));
+      if (x.value.known_diagonal() && x.batch_size * x.batch_size == x.value.numel()) mark_diagonal(t);
+      return {std::move(t), x.batch_size, x.serial};
+    }
+  }
+  return x;
+}
+}  // namespace detail
 
 template <class X>
 std::int64_t rank(const X& x) {

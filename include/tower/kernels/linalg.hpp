@@ -81,23 +81,14 @@ bool is_diagonal(const T* p, std::int64_t n) {
   return !(any & magnitude);
 }
 
-/// diag(l) * r into out for a diagonal n x n l (r: n x m, or m x n when `r_transposed`), if r is
-/// finite: skipping the zeros of l is exact only where 0 * r is 0. The check rides on the one
-/// pass over r: x - x is +0 for a finite x and NaN otherwise, and its bits are ORed (a sum of
-/// x * 0 instead chained the adds' latency: 2x slower). false leaves out to be rewritten.
-template <class T>
-bool diagonal_product(const T* l, std::int64_t n, const T* r, std::int64_t m, bool r_transposed, T* __restrict out) {
+/// out[i, c] = scale(i, c) * r[i, c] over a rows x m r, returning whether r is finite: x - x is
+/// +0 for a finite x and NaN otherwise, and its bits are ORed in 8 lanes as r is read (a sum of
+/// x * 0 instead chained the adds' latency: 2x slower).
+template <class T, class Scale>
+bool scale_checked(const T* r, std::int64_t rows, std::int64_t m, Scale scale, T* __restrict out) {
   using U = bits_of<T>;
-  if (r_transposed) {
-    // out[i, c] = l[i, i] r[c, i]: a scaled transpose, checking r as it goes.
-    thread_local std::vector<T> d;  // l's diagonal: n entries, not a shape
-    d.resize(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) d[static_cast<std::size_t>(i)] = l[i * n + i];
-    return transpose_into(r, m, n, out, d.data());
-  }
   U acc[8] = {};
-  for (std::int64_t i = 0; i < n; ++i) {
-    const T d = l[i * n + i];
+  for (std::int64_t i = 0; i < rows; ++i) {
     const T* ri = r + i * m;
     T* o = out + i * m;
     std::int64_t c = 0;
@@ -105,18 +96,51 @@ bool diagonal_product(const T* l, std::int64_t n, const T* r, std::int64_t m, bo
 TOWER_NO_ALIAS_LOOP
       for (std::int64_t u = 0; u < 8; ++u) {
         const T v = ri[c + u];
-        o[c + u] = d * v;
+        o[c + u] = scale(i, c + u) * v;
         acc[u] |= std::bit_cast<U>(v - v);
       }
     }
     for (; c < m; ++c) {
-      o[c] = d * ri[c];
+      o[c] = scale(i, c) * ri[c];
       acc[0] |= std::bit_cast<U>(ri[c] - ri[c]);
     }
   }
   U any = 0;
   for (const U a : acc) any |= a;
   return any == 0;
+}
+
+/// diag(l) * r into out for a diagonal n x n l (r: n x m, or m x n when `r_transposed`), if r is
+/// finite: skipping the zeros of l is exact only where 0 * r is 0. The check rides on the one
+/// pass over r (scale_checked). false leaves out to be rewritten.
+template <class T>
+bool diagonal_product(const T* l, std::int64_t n, const T* r, std::int64_t m, bool r_transposed, T* __restrict out) {
+  if (r_transposed) {
+    // out[i, c] = l[i, i] r[c, i]: a scaled transpose, checking r as it goes.
+    thread_local std::vector<T> d;  // l's diagonal: n entries, not a shape
+    d.resize(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) d[static_cast<std::size_t>(i)] = l[i * n + i];
+    return transpose_into(r, m, n, out, d.data());
+  }
+  return scale_checked(r, n, m, [l, n](std::int64_t i, std::int64_t) { return l[i * n + i]; }, out);
+}
+
+/// Whether the diagonal of the k x k matrix at p is all ones.
+template <class T>
+bool is_unit_diagonal(const T* p, std::int64_t k) {
+  for (std::int64_t j = 0; j < k; ++j)
+    if (p[j * k + j] != T(1)) return false;
+  return true;
+}
+
+/// l * diag(r) into out for a rows x k l and a diagonal k x k r (jacfwd's basis with its batch
+/// last, A e_j): each column of l scaled, if l is finite (see diagonal_product).
+template <class T>
+bool diagonal_right_product(const T* l, std::int64_t rows, std::int64_t k, const T* r, T* __restrict out) {
+  thread_local std::vector<T> d;  // r's diagonal: k entries, not a shape
+  d.resize(static_cast<std::size_t>(k));
+  for (std::int64_t j = 0; j < k; ++j) d[static_cast<std::size_t>(j)] = r[j * k + j];
+  return scale_checked(l, rows, k, [dd = d.data()](std::int64_t, std::int64_t c) { return dd[c]; }, out);
 }
 
 /// l * r (rows x k times k x m, both row-major; `r_transposed`: r given as its transpose, m x k)
@@ -179,6 +203,11 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
   const std::int64_t count = numel_of(s);
   s.push_back(n);
   s.push_back(m);
+  // a times the identity (jacfwd's basis with its batch last): a itself, shared, if a is finite
+  // (a GEMM's 0 * inf would be NaN).
+  if (count == 1 && a.dim() == 2 && b.dim() == 2 && k == m && b.known_diagonal() && is_unit_diagonal(b.data(), k) &&
+      all_finite(a.data(), a.numel()))
+    return a;
   buffer<T> out(static_cast<std::size_t>(count * n * m));
   // One GEMM for the whole stack when one side is a single matrix (vmap's batching rule against
   // an unbatched weight, and its VJP/JVP): a stack of [n, k] matrices is one [count * n, k]
@@ -188,6 +217,8 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
     product_into(a.data(), count * n, k, b.data(), m, false, out.data(), a.known_diagonal());
   } else if (count > 1 && ab.empty() && numel_of(bb) == count && m == 1) {
     product_into(b.data(), count, k, a.data(), n, true, out.data(), b.known_diagonal());
+  } else if (count == 1 && k == m && b.known_diagonal() && diagonal_right_product(a.data(), n, k, b.data(), out.data())) {
+    // a times a diagonal b: a with its columns scaled
   } else {
     for_each_matrix_pair("matmul", a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
       const auto x = const_matrix_map<T>(a.data() + ia * n * k, n, k);

@@ -57,6 +57,12 @@ constexpr auto batch_first_only() {
   return [&]<std::size_t... I>(std::index_sequence<I...>) { return in_dims(0, ((void)I, none)...); }(std::make_index_sequence<N>{});
 }
 
+/// in_dims(-1, none, ..., none) with N nones.
+template <std::size_t N>
+constexpr auto batch_last_only() {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) { return in_dims(-1, ((void)I, none)...); }(std::make_index_sequence<N>{});
+}
+
 /// Whether grad can start its backward pass from cotangents C of outputs Y (cotangent_seed.hpp):
 /// outputs on the static tape, or one runtime value on the runtime path (C a runtime value too).
 /// tw::fixed values and scalar_duals (grad's tape-free path), runtime tuples and a static f that
@@ -108,7 +114,7 @@ tensor<T> first_example_tensor(const tensor<T>& x, std::size_t batch_dims) {
 template <class X>
 auto first_example_leaf(const X& x, std::size_t batch_dims = 0) {
   if constexpr (is_static_wrapper_v<X>) {
-    if constexpr (std::remove_cvref_t<X>::key == transform_type::vmap) return first_example_leaf(x.value, batch_dims + 1);
+    if constexpr (std::remove_cvref_t<X>::key == transform_type::vmap) return first_example_leaf(batch_first(x).value, batch_dims + 1);
     else return first_example_leaf(x.primal, batch_dims);
   } else if constexpr (is_dyn_v<X>) {
     // The runtime path's wrappers, likewise: all vmap levels' batch dims lead the plain tensor.
@@ -500,16 +506,31 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
       return detail::jvp_at<Floor>(f, std::make_tuple(a...), tangents_for(1.0, std::make_tuple(a...))).second;
     } else {
       const shape_t is = shape(xk);
-      const auto basis = detail::identity_basis<double>(numel_of(is), is);
-      auto cols = detail::vmap_at<Floor>([f = f, &tangents_for](const auto& v, const auto&... x) {
-                     auto xs = std::make_tuple(x...);
-                     return detail::jvp_at<Floor>(f, xs, tangents_for(v, xs)).second;
-                   },
-                   detail::batch_first_only<sizeof...(A)>())(detail::for_function<F>(basis), a...);
-      // cols: [n_in] + out_shape -> out_shape + in_shape
-      const shape_t cs = shape(cols);
-      const shape_t os(cs.begin() + 1, cs.end());
-      return detail::reshape_jacobian(movedim(cols, 0, -1), os, xk);
+      const std::int64_t n = numel_of(is);
+      const auto basis = detail::identity_basis<double>(n, is);
+      auto pushed = [f = f, &tangents_for](const auto& v, const auto&... x) {
+        auto xs = std::make_tuple(x...);
+        return detail::jvp_at<Floor>(f, xs, tangents_for(v, xs)).second;
+      };
+      // Batch last needs plain values around it: under an enclosing transform's wrappers every
+      // op would move it first again (a transpose each).
+      if constexpr (is_runtime_function_v<F> || !(kernels::is_plain_v<A> && ...)) {
+        auto cols = detail::vmap_at<Floor>(pushed, detail::batch_first_only<sizeof...(A)>())(detail::for_function<F>(basis), a...);
+        // cols: [n_in] + out_shape -> out_shape + in_shape
+        const shape_t cs = shape(cols);
+        const shape_t os(cs.begin() + 1, cs.end());
+        return detail::reshape_jacobian(movedim(cols, 0, -1), os, xk);
+      } else {
+        // The basis with its batch last (in_shape + [n_in]: the same identity, symmetric), so
+        // that elementwise ops and matmul keep the batch last (batched::batch_last) and cols
+        // comes out as out_shape + [n_in] with no transpose (jacfwd of tanh(A x): 2 -> 0).
+        shape_t last = is;
+        last.push_back(n);
+        auto cols = detail::vmap_at<Floor>(pushed, detail::batch_last_only<sizeof...(A)>(), out_dims(-1))(basis.with_shape(last), a...);
+        const shape_t cs = shape(cols);
+        const shape_t os(cs.begin(), cs.end() - 1);
+        return detail::reshape_jacobian(cols, os, xk);
+      }
     }
   }
 };

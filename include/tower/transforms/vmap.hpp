@@ -123,6 +123,12 @@ auto unbatch(const R& r, std::int64_t out_dim, std::int64_t bs, std::uint64_t se
     if (r.serial != serial) throw error("vmap: the function returned a value batched by another vmap call");
     const std::int64_t rank = static_cast<std::int64_t>(shape(r.value).size());
     const std::int64_t d = tensor<double>::normalize_dim(out_dim, rank);
+    if constexpr (is_tensor_v<decltype(r.value)>)
+      if (r.batch_last) {
+        if (d == rank - 1) return r.value;  // out_dims -1: where the batch already is
+        const auto first = batch_first(r);
+        return d == 0 ? first.value : movedim(first.value, 0, d);
+      }
     return d == 0 ? r.value : movedim(r.value, 0, d);
   } else {
     // Not batched: the same value for every example, broadcast along the batch.
@@ -338,6 +344,9 @@ struct vmap_transform {
       using Leaf = std::remove_cvref_t<decltype(leaf)>;
       const auto r = static_cast<std::int64_t>(shape(leaf).size());
       const std::int64_t dd = d < 0 ? d + r : d;
+      // A tensor batched along its last dim keeps the batch there (batched::batch_last).
+      if constexpr (is_tensor_v<Leaf>)
+        if (r >= 2 && dd == r - 1) return batched<Leaf, L>{leaf, bs, serial, true};
       return batched<Leaf, L>{dd == 0 ? leaf : movedim(leaf, dd, 0), bs, serial};
     });
   }
@@ -360,9 +369,9 @@ struct is_runtime_function<vmap_transform<F, I, O, S, Fl>> : is_runtime_function
 
 namespace detail {
 /// vmap inside a tower composite (see run_at_level's Floor).
-template <int Floor, class F, class... D>
-auto vmap_at(F f, in_dims_t<D...> in) {
-  return vmap_transform<F, in_dims_t<D...>, out_dims_t<>, strategy::automatic_t, Floor>{std::move(f), in, {}, {}};
+template <int Floor, class F, class... D, class... O>
+auto vmap_at(F f, in_dims_t<D...> in, out_dims_t<O...> out = {}) {
+  return vmap_transform<F, in_dims_t<D...>, out_dims_t<O...>, strategy::automatic_t, Floor>{std::move(f), in, out, {}};
 }
 }  // namespace detail
 
