@@ -4,6 +4,9 @@
 // An op is a struct (see dsl/) with a `name` and some of these members, all generic code:
 //   base(x...)                      the plain kernel on double / float / tensor<T>
 //   batch(batch_size, bval...)      the batching rule (vmap): physical result, batch in dim 0
+//   batch_last_rule(batch_size, bval...)  optional, static path: the rule for batched values
+//                                   whose batch is their last dim (batched::batch_last), as
+//                                   std::optional (nullopt: the engine moves the batch first)
 //   vjp(g, out, x...)               the VJP rule (grad): std::tuple of one gradient per input
 //   jvp(out, x..., t...)            the JVP rule (jvp): the output tangent
 // An op with `static constexpr bool differentiable = false` (zeros_like, comparisons) passes

@@ -6,6 +6,8 @@
 //
 // On the static path each batched argument becomes batched<P, L> (batch moved to dim 0) and
 // every op inside f runs its batching rule; outputs get the batch moved to out_dims (default 0).
+// A tensor batched along its last dim (in_dims -1) keeps the batch there through the ops that
+// can (batched::batch_last): with out_dims -1 an elementwise f moves no data at all.
 // An output that does not depend on the batch is broadcast along it, as in functorch.
 #include <algorithm>
 #include <cstdint>
