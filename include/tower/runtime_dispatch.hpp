@@ -78,6 +78,17 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
   template <class Op, std::size_t N>
   value process(const Op& op, const arg_refs<N>& args) const {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      if constexpr (is_elementwise_v<Op> && !requires { op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...); }) {
+        // One-element physical values (vmap at batch size 1 of scalar code): the kernel on
+        // doubles, as the batching rule would run it, without the rule's layers. The result has
+        // the broadcast rank: one more than the largest logical rank.
+        if ((physical(*args[I]).is_inline() && ...)) {
+          int r = 0;
+          ((r = rank_with_batch(*args[I]) > r ? rank_with_batch(*args[I]) : r), ...);
+          return dyn::wrap(transform_type::vmap, e_.level, e_.serial,
+                           value::one_element(static_cast<double>(op.base(physical(*args[I]).scalar()...)), r));
+        }
+      }
       value phys = [&] {
         if constexpr (requires { op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...); })
           return value(op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...));
@@ -89,6 +100,11 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
   }
 
  private:
+  /// x's physical value at this level: its inner value if batched here, else x.
+  const value& physical(const value& x) const { return x.level() == e_.level ? x.get().inner : x; }
+  /// The rank x has with a batch dim: its physical rank if batched here, else one more.
+  int rank_with_batch(const value& x) const { return x.level() == e_.level ? x.get().inner.inline_rank() : x.inline_rank() + 1; }
+
   template <std::size_t I, std::size_t N>
   bval<value, bool> arg(const arg_refs<N>& a) const {
     const value& x = *a[I];
