@@ -94,6 +94,7 @@ class value {
 };
 
 struct value::rep {
+  rep() {}  // user-provided: allocate_shared value-initialises, which would zero all of it first
   int level = 0;                           // 0: plain
   transform_type key = transform_type::vmap;
   std::optional<tensor<double>> plain;     // level 0 (a wrapper builds no tensor)
