@@ -211,6 +211,49 @@ TEST_CASE("known_diagonal: the identity basis keeps it through products with fin
   const tw::tensor<double> W = sample({m, n}, -1, 1, 64), cols = tw::reshape(scaled, {n, n, 1});
   REQUIRE(cols.known_diagonal());
   require_same_or_nan(tw::matmul(W, cols), naive_matmul(W, cols));
+  // jacfwd with the batch last: a matrix times the basis, or a scaled basis, as one matrix (the
+  // identity returns W itself, a scaled one scales W's columns); with inf or NaN in W, a GEMM.
+  auto one_product = [&](const tw::tensor<double>& a, const tw::tensor<double>& b) {  // [m, n] x [n, n]
+    return tw::reshape(naive_matmul(tw::reshape(a, {1, m, n}), b), {m, n});
+  };
+  require_same_or_nan(tw::matmul(W, basis), one_product(W, basis));
+  const tw::tensor<double> shared = tw::matmul(W, basis);
+  REQUIRE(shared.data() == W.data());  // no copy
+  require_same_or_nan(tw::matmul(W, scaled), one_product(W, scaled));
+  tw::tensor<double> W_bad = W;
+  W_bad(3, 2) = std::numeric_limits<double>::infinity();
+  W_bad(5, 0) = std::numeric_limits<double>::quiet_NaN();
+  require_same_or_nan(tw::matmul(W_bad, basis), one_product(W_bad, basis));
+  require_same_or_nan(tw::matmul(W_bad, scaled), one_product(W_bad, scaled));
+  REQUIRE(std::isnan(tw::matmul(W_bad, basis)(3, 0)));
+}
+
+TEST_CASE("known_diagonal times a finite operand: the product's numbers and its mark, whatever the broadcast") {
+  const std::int64_t n = 9;
+  const tw::tensor<double> basis = tw::detail::identity_basis<double>(n, {n});
+  const tw::tensor<double> scaled = basis * sample({n}, -2, 2, 70);  // a diagonal that is not all ones
+  for (const tw::tensor<double>& d : {basis, scaled}) {
+    for (const tw::shape_t& s : {tw::shape_t{n}, tw::shape_t{1, n}, tw::shape_t{n, 1}, tw::shape_t{}, tw::shape_t{1}}) {
+      const tw::tensor<double> o = sample(s, -1, 1, 71);
+      INFO("other of shape " << tw::detail::shape_str(s));
+      // Dense reference: each element by the broadcast rule.
+      const auto at = [&](std::int64_t i, std::int64_t j) {
+        if (s.size() == 2) return o(s[0] == 1 ? 0 : i, s[1] == 1 ? 0 : j);
+        if (s.size() == 1) return o.data()[s[0] == 1 ? 0 : j];
+        return o.item();
+      };
+      for (const tw::tensor<double>& r : {d * o, o * d}) {
+        REQUIRE(r.shape() == d.shape());
+        REQUIRE(r.known_diagonal());
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = 0; j < n; ++j) REQUIRE(r(i, j) == d(i, j) * at(i, j));
+      }
+    }
+    const tw::tensor<double> by_number = d * -1.5;
+    REQUIRE(by_number.known_diagonal());
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < n; ++j) REQUIRE(by_number(i, j) == d(i, j) * -1.5);
+  }
 }
 
 TEST_CASE("jacrev and jacfwd of tanh(A x), 64 x 64 (sparse products of the identity basis), both paths") {
