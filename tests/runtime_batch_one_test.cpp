@@ -1,7 +1,8 @@
 // vmap at batch size 1 on the runtime path: one-element physical values run an elementwise op
 // as a kernel on doubles (runtime_dispatch.hpp, vmap_interpreter::process). Every elementwise op,
-// batched and unbatched operands of ranks 0 to 2, under vmap and vmap(grad): the runtime path
-// must give the static path's values and shapes.
+// batched and unbatched operands of ranks 0 to 2, under vmap and vmap(grad): the values and
+// shapes must be those of the batching rules, which run at batch size 2 (the example twice).
+// Only the runtime path is instantiated, to keep this file quick to compile.
 #include <functional>
 #include <string>
 #include <vector>
@@ -19,58 +20,61 @@ std::vector<tensor<double>> one_element_shapes(double v) {
   return {tensor<double>(v), tensor<double>({1}, {v}), tensor<double>({1, 1}, {v})};
 }
 
-/// A batch of one example x: x with a leading dim of 1.
-tensor<double> batch_of_one(const tensor<double>& x) {
+/// A batch of `copies` copies of x: [copies] + x's shape.
+tensor<double> batch_of(const tensor<double>& x, std::int64_t copies) {
   tw::shape_t s = x.shape();
-  s.insert(s.begin(), 1);
-  return x.with_shape(s);
+  s.insert(s.begin(), copies);
+  return tensor<double>(s, std::vector<double>(static_cast<std::size_t>(copies), x.item()));
 }
 
-void require_same(const tensor<double>& got, const tensor<double>& expected) {
-  INFO("got " << got << ", expected " << expected);
-  REQUIRE(got.shape() == expected.shape());
-  tw::testing::require_close(got, expected, 1e-14);
+/// The batch-size-1 result must be example 0 of the batch-size-2 one, with a batch dim of 1.
+void require_first_example(const value& one, const value& two) {
+  const tensor<double> got = one.to_tensor(), ref = two.to_tensor();
+  tw::shape_t s = ref.shape();
+  REQUIRE(s.at(0) == 2);
+  s[0] = 1;
+  INFO("got " << got << ", batch of two " << ref);
+  REQUIRE(got.shape() == s);
+  tw::testing::require_close(got.item(), ref.data()[0], 1e-15);
 }
 
 template <class F>
 void check_unary(const std::string& name, F f, double v) {
   std::function<value(value)> erased = [f](value x) { return f(x); };
-  auto loss = [f](auto x) { return tw::sum(f(x)); };
-  std::function<value(value)> erased_loss = [loss](value x) { return loss(x); };
+  std::function<value(value)> loss = [f](value x) { return tw::sum(f(x)); };
   for (const auto& x : one_element_shapes(v)) {
     INFO(name << " on shape rank " << x.dim());
-    const tensor<double> X = batch_of_one(x);
-    require_same(tw::vmap(erased)(X).to_tensor(), tw::vmap(f)(X));
-    require_same(tw::vmap(tw::grad(erased_loss))(X).to_tensor(), tw::vmap(tw::grad(loss))(X));
+    const tensor<double> X1 = batch_of(x, 1), X2 = batch_of(x, 2);
+    require_first_example(tw::vmap(erased)(X1), tw::vmap(erased)(X2));
+    require_first_example(tw::vmap(tw::grad(loss))(X1), tw::vmap(tw::grad(loss))(X2));
   }
 }
 
 template <class F>
 void check_binary(const std::string& name, F f, double u, double v) {
   std::function<value(value, value)> erased = [f](value x, value y) { return f(x, y); };
-  auto loss = [f](auto x, auto y) { return tw::sum(f(x, y)); };
-  std::function<value(value, value)> erased_loss = [loss](value x, value y) { return loss(x, y); };
+  std::function<value(value, value)> loss = [f](value x, value y) { return tw::sum(f(x, y)); };
+  std::function<value(value)> with_number = [f, v](value x) { return f(x, value(v)); };
+  const auto first_none = tw::in_dims(0, tw::none);
+  const auto none_first = tw::in_dims(tw::none, 0);
   for (const auto& x : one_element_shapes(u)) {
     for (const auto& y : one_element_shapes(v)) {
       INFO(name << " on ranks " << x.dim() << " and " << y.dim());
-      const tensor<double> X = batch_of_one(x), Y = batch_of_one(y);
-      // Both batched, then one of them unbatched.
-      require_same(tw::vmap(erased)(X, Y).to_tensor(), tw::vmap(f)(X, Y));
-      require_same(tw::vmap(erased, tw::in_dims(0, tw::none))(X, y).to_tensor(), tw::vmap(f, tw::in_dims(0, tw::none))(X, y));
-      require_same(tw::vmap(erased, tw::in_dims(tw::none, 0))(x, Y).to_tensor(), tw::vmap(f, tw::in_dims(tw::none, 0))(x, Y));
-      require_same(tw::vmap(tw::grad(erased_loss))(X, Y).to_tensor(), tw::vmap(tw::grad(loss))(X, Y));
-      require_same(tw::vmap(tw::grad(erased_loss), tw::in_dims(0, tw::none))(X, y).to_tensor(),
-                   tw::vmap(tw::grad(loss), tw::in_dims(0, tw::none))(X, y));
-      // A plain number as the other operand.
-      std::function<value(value)> with_number = [f, v](value x1) { return f(x1, value(v)); };
-      require_same(tw::vmap(with_number)(X).to_tensor(), tw::vmap([f, v](auto x1) { return f(x1, v); })(X));
+      const tensor<double> X1 = batch_of(x, 1), X2 = batch_of(x, 2), Y1 = batch_of(y, 1), Y2 = batch_of(y, 2);
+      // Both batched, then one of them unbatched, then a plain number.
+      require_first_example(tw::vmap(erased)(X1, Y1), tw::vmap(erased)(X2, Y2));
+      require_first_example(tw::vmap(erased, first_none)(X1, y), tw::vmap(erased, first_none)(X2, y));
+      require_first_example(tw::vmap(erased, none_first)(x, Y1), tw::vmap(erased, none_first)(x, Y2));
+      require_first_example(tw::vmap(tw::grad(loss))(X1, Y1), tw::vmap(tw::grad(loss))(X2, Y2));
+      require_first_example(tw::vmap(tw::grad(loss), first_none)(X1, y), tw::vmap(tw::grad(loss), first_none)(X2, y));
+      require_first_example(tw::vmap(with_number)(X1), tw::vmap(with_number)(X2));
     }
   }
 }
 
 }  // namespace
 
-TEST_CASE("runtime vmap at batch size 1: every elementwise op matches the static path, values and shapes") {
+TEST_CASE("runtime vmap at batch size 1: every elementwise op gives the batching rules' values and shapes") {
 #define UNARY(OP, V) check_unary(#OP, [](auto x) { return tw::OP(x); }, V)
   UNARY(neg, 0.3);
   UNARY(abs, -0.3);
