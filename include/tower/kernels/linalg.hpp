@@ -110,18 +110,21 @@ TOWER_NO_ALIAS_LOOP
   return any == 0;
 }
 
+/// The diagonal of the n x n matrix at p, in per-thread storage valid until the next call.
+template <class T>
+const T* diagonal_of(const T* p, std::int64_t n) {
+  thread_local std::vector<T> d;  // n entries, not a shape
+  d.resize(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) d[static_cast<std::size_t>(i)] = p[i * n + i];
+  return d.data();
+}
+
 /// diag(l) * r into out for a diagonal n x n l (r: n x m, or m x n when `r_transposed`), if r is
 /// finite: skipping the zeros of l is exact only where 0 * r is 0. The check rides on the one
 /// pass over r (scale_checked). false leaves out to be rewritten.
 template <class T>
 bool diagonal_product(const T* l, std::int64_t n, const T* r, std::int64_t m, bool r_transposed, T* __restrict out) {
-  if (r_transposed) {
-    // out[i, c] = l[i, i] r[c, i]: a scaled transpose, checking r as it goes.
-    thread_local std::vector<T> d;  // l's diagonal: n entries, not a shape
-    d.resize(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) d[static_cast<std::size_t>(i)] = l[i * n + i];
-    return transpose_into(r, m, n, out, d.data());
-  }
+  if (r_transposed) return transpose_into(r, m, n, out, diagonal_of(l, n));  // out[i, c] = l[i, i] r[c, i]
   return scale_checked(r, n, m, [l, n](std::int64_t i, std::int64_t) { return l[i * n + i]; }, out);
 }
 
@@ -137,10 +140,8 @@ bool is_unit_diagonal(const T* p, std::int64_t k) {
 /// last, A e_j): each column of l scaled, if l is finite (see diagonal_product).
 template <class T>
 bool diagonal_right_product(const T* l, std::int64_t rows, std::int64_t k, const T* r, T* __restrict out) {
-  thread_local std::vector<T> d;  // r's diagonal: k entries, not a shape
-  d.resize(static_cast<std::size_t>(k));
-  for (std::int64_t j = 0; j < k; ++j) d[static_cast<std::size_t>(j)] = r[j * k + j];
-  return scale_checked(l, rows, k, [dd = d.data()](std::int64_t, std::int64_t c) { return dd[c]; }, out);
+  const T* d = diagonal_of(r, k);
+  return scale_checked(l, rows, k, [d](std::int64_t, std::int64_t c) { return d[c]; }, out);
 }
 
 /// l * r (rows x k times k x m, both row-major; `r_transposed`: r given as its transpose, m x k)
