@@ -10,6 +10,7 @@
 #include <functional>
 #include <initializer_list>
 #include <numeric>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -222,13 +223,27 @@ X cat_range(const X* first, std::size_t n, std::int64_t dim) {
 }
 }  // namespace detail
 
-/// The values joined along dim (a balanced tree of binary cat ops).
+/// The values joined along dim. Plain values (tensors, and runtime values no transform wraps)
+/// are copied once, by one kernel; values a transform wraps go through binary cat ops, a
+/// balanced tree of them (an op has a fixed number of operands), so log2(n) copies.
 template <operand X> auto cat(const std::vector<X>& xs, std::int64_t dim = 0) {
   if (xs.empty()) throw error("cat: needs at least one value");
   if constexpr (std::is_arithmetic_v<X>) {
     throw error("cat: cannot concatenate scalars (rank 0)");
     return tensor<double>{};
+  } else if constexpr (is_tensor_v<X>) {
+    std::vector<const X*> parts;
+    for (const auto& x : xs) parts.push_back(&x);
+    return kernels::cat(parts.data(), parts.size(), dim);
   } else {
+    if constexpr (is_dyn_v<X>) {
+      if (std::all_of(xs.begin(), xs.end(), [](const X& x) { return x.is_plain(); })) {
+        std::vector<std::optional<tensor<double>>> scratch(xs.size());
+        std::vector<const tensor<double>*> parts;
+        for (std::size_t i = 0; i < xs.size(); ++i) parts.push_back(&xs[i].plain_ref(scratch[i]));
+        return X(kernels::cat(parts.data(), parts.size(), dim));
+      }
+    }
     return detail::cat_range(xs.data(), xs.size(), dim);
   }
 }

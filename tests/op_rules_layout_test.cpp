@@ -138,3 +138,87 @@ TEST_CASE("permute: every permutation of 4-d shapes against an index loop; moved
   for (std::int64_t i = 0; i < 64; ++i)
     for (std::int64_t j = 0; j < 48; ++j) REQUIRE(t(j, i) == m(i, j));
 }
+
+TEST_CASE("cat of many values: one pass for plain tensors and runtime values, the same numbers as an index loop") {
+  using tw::dyn::value;
+  for (std::int64_t dim : {0, 1, -1}) {
+    for (std::size_t n : {1u, 2u, 3u, 7u}) {
+      std::vector<tw::tensor<double>> parts;
+      std::vector<value> values;
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t len = static_cast<std::int64_t>(i % 3) + 1;
+        shape_t s = dim == 0 ? shape_t{len, 2, 3} : dim == 1 ? shape_t{2, len, 3} : shape_t{2, 3, len};
+        if (i == 1) s = dim == 0 ? shape_t{1, 2, 3} : dim == 1 ? shape_t{2, 1, 3} : shape_t{2, 3, 1};
+        parts.push_back(sample(s, -1, 1, static_cast<unsigned>(10 * i + 1)));
+        values.emplace_back(parts.back());
+      }
+      // A one-element part is held inline by dyn::value (no tensor behind it).
+      const std::int64_t d = dim < 0 ? dim + 3 : dim;
+      std::vector<tw::tensor<double>> ones;
+      for (std::size_t i = 0; i < n; ++i) {
+        shape_t s{1, 1, 1};
+        ones.push_back(sample(s, -1, 1, static_cast<unsigned>(i + 100)));
+      }
+      const tw::tensor<double> y = tw::cat(parts, dim);
+      const tw::tensor<double> yv = tw::cat(values, dim).to_tensor();
+      REQUIRE(yv.shape() == y.shape());
+      REQUIRE(std::equal(y.data(), y.data() + y.numel(), yv.data()));
+      // Index loop: element (i, j, k) of y comes from the part whose range along d holds it.
+      std::int64_t offset = 0;
+      for (const auto& p : parts) {
+        const auto& s = p.shape();
+        for (std::int64_t i = 0; i < s[0]; ++i)
+          for (std::int64_t j = 0; j < s[1]; ++j)
+            for (std::int64_t k = 0; k < s[2]; ++k) {
+              const std::int64_t at[3] = {i + (d == 0 ? offset : 0), j + (d == 1 ? offset : 0), k + (d == 2 ? offset : 0)};
+              REQUIRE(y(at[0], at[1], at[2]) == p(i, j, k));
+            }
+        offset += s[static_cast<std::size_t>(d)];
+      }
+      REQUIRE(y.shape()[static_cast<std::size_t>(d)] == offset);
+      std::vector<value> inline_values(ones.begin(), ones.end());
+      REQUIRE(inline_values.front().is_inline());
+      const tw::tensor<double> yo = tw::cat(inline_values, dim).to_tensor();
+      REQUIRE(yo.numel() == static_cast<std::int64_t>(n));
+      for (std::size_t i = 0; i < n; ++i) REQUIRE(yo.data()[i] == ones[i].data()[0]);
+    }
+  }
+  // A part whose other dims differ, anywhere in the list, names the shapes.
+  const std::vector<tw::tensor<double>> bad{sample({2, 3}), sample({1, 3}), sample({2, 2})};
+  REQUIRE_THROWS_WITH(tw::cat(bad, 0), Catch::Contains("cat") && Catch::Contains("[2, 2]"));
+  REQUIRE_THROWS_WITH(tw::cat(std::vector<value>(bad.begin(), bad.end()), 0), Catch::Contains("cat") && Catch::Contains("[2, 2]"));
+  REQUIRE_THROWS_WITH(tw::cat(std::vector<tw::tensor<double>>{sample({2}), sample({})}, 0), Catch::Contains("cat"));
+  REQUIRE_THROWS_WITH(tw::cat(bad, 2), Catch::Contains("cat"));
+}
+
+TEST_CASE("cat of many values under transforms: wrapped and plain parts mixed, gradients on both paths") {
+  using tw::dyn::value;
+  const tw::tensor<double> x = sample({3}), w = sample({15}, -1, 1, 7), c = sample({3}, -1, 1, 9);
+  // f joins five parts, one of them a constant (plain even under grad), and weights them.
+  auto f = [&](auto v) {
+    using V = decltype(v);
+    std::vector<V> parts{v, v * 2.0, tw::sin(v), v * 0.0 + c, v * v};
+    if constexpr (std::is_same_v<V, value>) parts[3] = V(c);  // a plain part among wrapped ones
+    return tw::sum(tw::cat(parts, 0) * w);
+  };
+  auto expected = [&](std::int64_t i) {
+    return w(i) + 2.0 * w(i + 3) + std::cos(x(i)) * w(i + 6) + 2.0 * x(i) * w(i + 12);
+  };
+  const tw::tensor<double> gs = tw::grad(f)(x);
+  std::function<value(value)> erased = f;
+  const tw::tensor<double> gr = tw::grad(erased)(x).to_tensor();
+  for (std::int64_t i = 0; i < 3; ++i) {
+    REQUIRE(gs(i) == Approx(expected(i)).epsilon(1e-14));
+    REQUIRE(gr(i) == Approx(expected(i)).epsilon(1e-14));
+  }
+  // Runtime vmap in chunks joins the chunks' plain outputs in one pass: the same as unchunked.
+  const tw::tensor<double> X = sample({37, 3}, -1, 1, 11);
+  std::function<value(value)> g = [](value v) { return tw::sin(v) * v; };
+  const tw::tensor<double> whole = tw::vmap(g)(X).to_tensor();
+  const tw::tensor<double> chunked = tw::vmap(g, tw::chunk_size(5))(X).to_tensor();
+  REQUIRE(chunked.shape() == whole.shape());
+  REQUIRE(std::equal(whole.data(), whole.data() + whole.numel(), chunked.data()));
+  const tw::tensor<double> last = tw::vmap(g, tw::out_dims(1), tw::chunk_size(4))(X).to_tensor();
+  for (std::int64_t b = 0; b < 37; ++b)
+    for (std::int64_t k = 0; k < 3; ++k) REQUIRE(last(k, b) == whole(b, k));
+}

@@ -130,28 +130,41 @@ tensor<T> pad(const tensor<T>& x, std::int64_t dim, std::int64_t start, std::int
   return tensor<T>(s, std::move(out));
 }
 
+/// The n tensors at parts[0..n) joined along dim in one pass; the other dims must agree.
+template <class T>
+tensor<T> cat(const tensor<T>* const* parts, std::size_t n, std::int64_t dim) {
+  const tensor<T>& a = *parts[0];
+  if (a.dim() == 0) throw error("cat: cannot concatenate scalars (rank 0)");
+  dim = check_dim("cat", dim, a.dim(), a.shape());
+  shape_t s = a.shape();
+  s[static_cast<std::size_t>(dim)] = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const tensor<T>& b = *parts[i];
+    bool agree = b.dim() == a.dim();
+    for (std::int64_t k = 0; agree && k < a.dim(); ++k)
+      agree = k == dim || a.shape()[static_cast<std::size_t>(k)] == b.shape()[static_cast<std::size_t>(k)];
+    if (!agree)
+      throw error("cat: cannot join shapes " + detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()) +
+                  " (they differ outside dim " + std::to_string(dim) + ")");
+    s[static_cast<std::size_t>(dim)] += b.shape()[static_cast<std::size_t>(dim)];
+  }
+  std::int64_t outer, inner;
+  outer_inner(a.shape(), dim, outer, inner);
+  buffer<T> out;
+  out.reserve(static_cast<std::size_t>(numel_of(s)));
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t len = parts[i]->shape()[static_cast<std::size_t>(dim)] * inner;
+      append_copy(out, parts[i]->data() + o * len, static_cast<std::size_t>(len));
+    }
+  return tensor<T>(s, std::move(out));
+}
+
 /// a and b joined along dim; the other dims must agree.
 template <class T>
 tensor<T> cat(const tensor<T>& a, const tensor<T>& b, std::int64_t dim) {
-  if (a.dim() != b.dim() || a.dim() == 0)
-    throw error("cat: cannot join shapes " + detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()));
-  dim = check_dim("cat", dim, a.dim(), a.shape());
-  for (std::int64_t k = 0; k < a.dim(); ++k)
-    if (k != dim && a.shape()[static_cast<std::size_t>(k)] != b.shape()[static_cast<std::size_t>(k)])
-      throw error("cat: shapes " + detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()) +
-                  " differ outside dim " + std::to_string(dim));
-  std::int64_t outer, inner;
-  outer_inner(a.shape(), dim, outer, inner);
-  const std::int64_t na = a.shape()[static_cast<std::size_t>(dim)], nb = b.shape()[static_cast<std::size_t>(dim)];
-  shape_t s = a.shape();
-  s[static_cast<std::size_t>(dim)] = na + nb;
-  buffer<T> out;
-  out.reserve(static_cast<std::size_t>(numel_of(s)));
-  for (std::int64_t o = 0; o < outer; ++o) {
-    append_copy(out, a.data() + o * na * inner, static_cast<std::size_t>(na * inner));
-    append_copy(out, b.data() + o * nb * inner, static_cast<std::size_t>(nb * inner));
-  }
-  return tensor<T>(s, std::move(out));
+  const tensor<T>* parts[] = {&a, &b};
+  return cat(parts, 2, dim);
 }
 
 /// Validates an index value (stored as a float holding an integer) against a size.
