@@ -8,6 +8,7 @@
 //   comparisons: eq ne lt le gt ge (0/1 values, not differentiated), where(cond, a, b)
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <tuple>
 
 #include "dsl/shape_ops.hpp"
@@ -152,30 +153,60 @@ TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
 
 struct mul_op;
 namespace detail {
-/// An elementwise result r = op(a, b) with the structure it is known to have: a product of a
-/// known_diagonal tensor (not broadcast) and a finite operand is diagonal too (0 * y is 0 for
-/// finite y), as the identity basis is after tanh's VJP. The check reads the other operand
-/// only when it is small (broadcast against the diagonal one, or a number).
-template <class Op, class R, class A, class B>
-R known_structure(R r, const A& a, const B& b) {
+/// op(a, b), elementwise, with the structure it is known to have. A product of a known_diagonal
+/// tensor d and a finite operand o that broadcasts to d's shape is diagonal too (0 * o is 0 for
+/// finite o), as jacrev's identity basis is after tanh's VJP: it is computed on the diagonal
+/// only (detail::diagonal_tensor; the zeros off the diagonal are +0 where the full product would
+/// give -0 for a negative o). The finiteness check reads o only when it is small (at most a
+/// quarter of d) or a number.
+template <class Op, class A, class B, class Full>
+auto with_known_structure(const A& a, const B& b, Full full) {
+  using R = decltype(full());
   if constexpr (std::is_same_v<Op, mul_op> && is_tensor_v<R>) {
-    auto keeps = [&](const auto& d, const auto& other) {
-      using O = std::remove_cvref_t<decltype(other)>;
-      if constexpr (!is_tensor_v<std::remove_cvref_t<decltype(d)>>) {
-        return false;
-      } else if (!d.known_diagonal() || d.shape() != r.shape()) {
-        return false;
-      } else if constexpr (is_tensor_v<O>) {
-        return other.numel() * 4 <= r.numel() && kernels::all_finite(other.data(), other.numel());
-      } else if constexpr (std::is_arithmetic_v<O>) {
-        return std::isfinite(static_cast<double>(other));
+    using T = typename R::value_type;
+    auto diagonal = [&](const auto& d, const auto& o) -> std::optional<R> {
+      using D = std::remove_cvref_t<decltype(d)>;
+      using O = std::remove_cvref_t<decltype(o)>;
+      if constexpr (!std::is_same_v<D, R>) {
+        return std::nullopt;
+      } else if (!d.known_diagonal()) {
+        return std::nullopt;
       } else {
-        return false;
+        const auto n = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(d.numel()))));
+        const T* pd = d.data();
+        if constexpr (std::is_arithmetic_v<O>) {
+          if (!std::isfinite(static_cast<double>(o))) return std::nullopt;
+          const T v = static_cast<T>(o);
+          return diagonal_tensor<T>(d.shape(), n, [&](std::int64_t i) { return pd[i * (n + 1)] * v; });
+        } else if constexpr (std::is_same_v<O, R>) {
+          if (o.numel() * 4 > d.numel() || o.dim() > d.dim()) return std::nullopt;
+          const shape_t& s = d.shape();
+          for (std::size_t k = 0; k < o.shape().size(); ++k) {
+            const std::int64_t ok = o.shape()[o.shape().size() - 1 - k];
+            if (ok != 1 && ok != s[s.size() - 1 - k]) return std::nullopt;  // o would grow d (or does not broadcast)
+          }
+          if (!kernels::all_finite(o.data(), o.numel())) return std::nullopt;
+          const shape_t strides = kernels::broadcast_strides(o.shape(), s);
+          const T* po = o.data();
+          if (s.size() == 2 && s[0] == n)  // d is n x n: o's element under (i, i)
+            return diagonal_tensor<T>(s, n, [&, step = strides[0] + strides[1]](std::int64_t i) { return pd[i * (n + 1)] * po[i * step]; });
+          return diagonal_tensor<T>(s, n, [&](std::int64_t i) {
+            std::int64_t flat = i * (n + 1), at = 0;  // o's element under d's flat position
+            for (std::size_t k = s.size(); k-- > 0;) {
+              at += (flat % s[k]) * strides[k];
+              flat /= s[k];
+            }
+            return pd[i * (n + 1)] * po[at];
+          });
+        } else {
+          return std::nullopt;
+        }
       }
     };
-    if (keeps(a, b) || keeps(b, a)) mark_diagonal(r);
+    if (auto r = diagonal(a, b)) return std::move(*r);
+    if (auto r = diagonal(b, a)) return std::move(*r);
   }
-  return r;
+  return full();
 }
 }  // namespace detail
 
@@ -184,7 +215,7 @@ R known_structure(R r, const A& a, const B& b) {
     static constexpr const char* name = #NAME;                                                  \
     static constexpr bool elementwise = true;                                                   \
     template <class A, class B> auto base(const A& a, const B& b) const {                       \
-      return detail::known_structure<NAME##_op>(kernels::zip(#NAME, a, b, [](auto x, auto y) { return KERNEL; }), a, b); \
+      return detail::with_known_structure<NAME##_op>(a, b, [&] { return kernels::zip(#NAME, a, b, [](auto x, auto y) { return KERNEL; }); }); \
     }                                                                                           \
     template <class G, class O, class A, class B>                                               \
     auto vjp(const G& g, [[maybe_unused]] const O& out, const A& a, const B& b) const {         \

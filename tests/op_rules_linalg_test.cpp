@@ -3,6 +3,8 @@
 // see tests/op_checker.hpp.
 #include <catch2/catch.hpp>
 
+#include <thread>
+
 #include "tests/op_checker.hpp"
 
 namespace tw = tower;
@@ -254,6 +256,59 @@ TEST_CASE("known_diagonal times a finite operand: the product's numbers and its 
     for (std::int64_t i = 0; i < n; ++i)
       for (std::int64_t j = 0; j < n; ++j) REQUIRE(by_number(i, j) == d(i, j) * -1.5);
   }
+}
+
+TEST_CASE("known_diagonal products write only the diagonal: live results keep their numbers, on every thread") {
+  // The product's storage comes from a slot per thread whose zeros are written once
+  // (detail::diagonal_tensor); a result still alive must never be handed out again.
+  const std::int64_t n = 12;
+  const tw::tensor<double> basis = tw::detail::identity_basis<double>(n, {n});
+  auto check = [&](const tw::tensor<double>& r, const tw::tensor<double>& c) {  // r == diag(c)
+    REQUIRE(r.known_diagonal());
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < n; ++j) REQUIRE(r(i, j) == (i == j ? c(i) : 0.0));
+  };
+  auto run = [&](unsigned seed) {
+    std::vector<tw::tensor<double>> cs, live;
+    for (unsigned k = 0; k < 6; ++k) {
+      cs.push_back(sample({n}, -2, 2, seed + k));
+      live.push_back(basis * cs.back());  // six alive at once: six buffers
+    }
+    for (unsigned k = 0; k < 6; ++k) check(live[k], cs[k]);
+    for (unsigned k = 0; k < 20; ++k) {  // each freed before the next: the slot's buffer again
+      const tw::tensor<double> c = sample({n}, -2, 2, seed + 100 + k);
+      tw::tensor<double> r = c * basis;
+      check(r, c);
+      r(k % n, (k + 1) % n) = 7.0;  // a write copies (the slot shares the storage) ...
+      REQUIRE(r(k % n, (k + 1) % n) == 7.0);
+    }
+    const tw::tensor<double> c = sample({n}, -2, 2, seed + 200);
+    check(basis * c, c);  // ... so the slot's zeros are still zeros
+    for (unsigned k = 0; k < 6; ++k) check(live[k], cs[k]);
+    // Another size, then this one again (the slot keeps the last size asked for).
+    const tw::tensor<double> small = tw::detail::identity_basis<double>(3, {3}) * 2.0;
+    REQUIRE(small(1, 1) == 2.0);
+    REQUIRE(small(0, 1) == 0.0);
+    check(basis * c, c);
+  };
+  run(300);
+  std::thread a(run, 400u), b(run, 500u);
+  a.join();
+  b.join();
+  // d of rank 3 ([n, n, 1], n * n elements) times o [n, 1]: the general index path.
+  const tw::tensor<double> cube = tw::reshape(basis * sample({n}, -1, 1, 80), {n, n, 1});
+  REQUIRE(cube.known_diagonal());
+  const tw::tensor<double> o = sample({n, 1}, -1, 1, 81);
+  const tw::tensor<double> r = cube * o;
+  REQUIRE(r.shape() == tw::shape_t{n, n, 1});
+  REQUIRE(r.known_diagonal());
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) REQUIRE(r(i, j, 0) == cube(i, j, 0) * o(j, 0));
+  // An operand that would grow d's shape takes the full product, unmarked.
+  const tw::tensor<double> grown = basis * sample({2, 1, 1}, -1, 1, 82);
+  REQUIRE(grown.shape() == tw::shape_t{2, n, n});
+  REQUIRE_FALSE(grown.known_diagonal());
+  for (std::int64_t i = 0; i < n; ++i) REQUIRE(grown(1, i, (i + 1) % n) == 0.0);
 }
 
 TEST_CASE("jacrev and jacfwd of tanh(A x), 64 x 64 (sparse products of the identity basis), both paths") {

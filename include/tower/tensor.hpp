@@ -83,6 +83,8 @@ class tensor;
 namespace detail {
 template <class T>
 void mark_diagonal(tensor<T>& t) noexcept;
+template <class T, class D>
+tensor<T> diagonal_tensor(shape_t s, std::int64_t n, D diagonal);
 }  // namespace detail
 
 template <class T>
@@ -210,6 +212,9 @@ class tensor {
 
   template <class U>
   friend void detail::mark_diagonal(tensor<U>&) noexcept;
+  template <class U, class D>
+  friend tensor<U> detail::diagonal_tensor(shape_t, std::int64_t, D);
+  tensor(shape_t s, std::shared_ptr<buffer<T>> data) : shape_(std::move(s)), data_(std::move(data)) {}
 
   shape_t shape_;
   std::shared_ptr<buffer<T>> data_;
@@ -223,6 +228,25 @@ template <class T>
 void mark_diagonal(tensor<T>& t) noexcept {
   const auto n = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(t.numel()))));
   t.diagonal_ = n * n == t.numel();
+}
+
+/// A tensor of shape s (n * n elements, read as an n x n matrix) with diagonal(i) at (i, i) and
+/// +0 everywhere else, marked known_diagonal: a product whose operand is known diagonal writes
+/// n numbers instead of n * n. The storage comes from a slot per thread and element type: its
+/// zeros are written once, when the slot's buffer is made, and the buffer is handed out again
+/// when no tensor shares it any more. Nothing can have written it in between, since a tensor's
+/// mutable access copies storage that is shared (here, with the slot). The slot keeps one
+/// buffer, of the last size asked for.
+template <class T, class D>
+tensor<T> diagonal_tensor(shape_t s, std::int64_t n, D diagonal) {
+  const auto size = static_cast<std::size_t>(n * n);
+  thread_local std::shared_ptr<buffer<T>> slot;
+  if (!slot || slot.use_count() > 1 || slot->size() != size) slot = std::make_shared<buffer<T>>(size, T(0));
+  T* p = slot->data();
+  for (std::int64_t i = 0; i < n; ++i) p[i * (n + 1)] = diagonal(i);
+  tensor<T> r(std::move(s), slot);
+  r.diagonal_ = true;
+  return r;
 }
 }  // namespace detail
 
