@@ -99,11 +99,14 @@ struct hessian_forward {
     using X = arg_t<A...>;
     using T = typename X::value_type;
     const auto out = call(g, a...);
-    return fixeds::generate<fixed<X, X::size>>([&](auto kj) -> T {
-      constexpr std::size_t k = decltype(kj)::value / X::size, j = decltype(kj)::value % X::size;
-      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(out)>, T>) return T(0);
-      else return out.h[k * X::size + j];
-    });
+    constexpr std::size_t n = static_cast<std::size_t>(X::size);
+    fixed<X, X::size> h;  // a loop, not fixeds::generate: n^2 instantiations per size cost compile time
+    for (std::size_t k = 0; k < n; ++k)
+      for (std::size_t j = 0; j < n; ++j) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(out)>, T>) h[k][j] = T(0);
+        else h[k][j] = out.h[k * n + j];
+      }
+    return h;
   }
 };
 
