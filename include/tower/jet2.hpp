@@ -107,50 +107,78 @@ J chain(const Op& op, const A&... a) {
   } else {
     const O out = run();
     r.v = out.v.v;
-    // The first term a derivative gets is stored, later ones added: no zero fill to add to.
-    bool g_set = false, h_set = false;
     auto jet = [&]<std::size_t c>(std::integral_constant<std::size_t, c>) -> const J& { return std::get<carried.first[c]>(args); };
-    // First order: phi_c (g_c, H_c).
+    // The terms that are not structural zeros: first order phi_c (g_c, H_c), second order
+    // phi_cd g_c g_d^T.
+    std::array<const J*, C> x1{};
+    std::array<T, C> p1{};
+    std::size_t n1 = 0;
     [&]<std::size_t... c>(std::index_sequence<c...>) {
       auto one = [&]<std::size_t k>(std::integral_constant<std::size_t, k> ck) {
         if (!((out.v.nonzero >> k) & 1u)) return;
-        const T p = duals::tangent<k>(out.v);
-        const J& x = jet(ck);
-        if (g_set) {
-          for (std::size_t i = 0; i < N; ++i) r.g[i] += p * x.g[i];
-          for (std::size_t i = 0; i < N * N; ++i) r.h[i] += p * x.h[i];
-        } else {
-          for (std::size_t i = 0; i < N; ++i) r.g[i] = p * x.g[i];
-          for (std::size_t i = 0; i < N * N; ++i) r.h[i] = p * x.h[i];
-        }
-        g_set = h_set = true;
+        x1[n1] = &jet(ck);
+        p1[n1++] = duals::tangent<k>(out.v);
       };
       (one(std::integral_constant<std::size_t, c>{}), ...);
     }(std::make_index_sequence<C>{});
-    if (!g_set) r.g.fill(T(0));
-    // Second order: phi_cd g_c g_d^T.
+    std::array<const J*, C * C> x2{}, y2{};
+    std::array<T, C * C> p2{};
+    std::size_t n2 = 0;
     [&]<std::size_t... cd>(std::index_sequence<cd...>) {
       auto one = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
         constexpr std::size_t c = k / C, d = k % C;
         if (!((out.nonzero >> c) & 1u)) return;
         const scalar_dual<T, static_cast<int>(C)> outer = duals::tangent<c>(out);
         if (!((outer.nonzero >> d) & 1u)) return;
-        const T p = duals::tangent<d>(outer);
-        const J& x = jet(std::integral_constant<std::size_t, c>{});
-        const J& y = jet(std::integral_constant<std::size_t, d>{});
-        for (std::size_t i = 0; i < N; ++i) {
-          const T pi = p * x.g[i];
-          if (h_set) {
-            for (std::size_t j = 0; j < N; ++j) r.h[i * N + j] += pi * y.g[j];
-          } else {
-            for (std::size_t j = 0; j < N; ++j) r.h[i * N + j] = pi * y.g[j];
-          }
-        }
-        h_set = true;
+        x2[n2] = &jet(std::integral_constant<std::size_t, c>{});
+        y2[n2] = &jet(std::integral_constant<std::size_t, d>{});
+        p2[n2++] = duals::tangent<d>(outer);
       };
       (one(std::integral_constant<std::size_t, cd>{}), ...);
     }(std::make_index_sequence<C * C>{});
-    if (!h_set) r.h.fill(T(0));
+    // Each entry of r is written once in the common cases (a unary op: one first- and one
+    // second-order term; a sum: two first-order terms), else the first term stored and the rest
+    // added; nothing is zero-filled to add to.
+    if (n1 == 0) {
+      r.g.fill(T(0));
+    } else {
+      for (std::size_t i = 0; i < N; ++i) r.g[i] = p1[0] * x1[0]->g[i];
+      for (std::size_t t = 1; t < n1; ++t)
+        for (std::size_t i = 0; i < N; ++i) r.g[i] += p1[t] * x1[t]->g[i];
+    }
+    std::size_t done1 = 0, done2 = 0;
+    if (n1 == 1 && n2 == 1) {
+      const T p = p1[0], q = p2[0];
+      const auto &h = x1[0]->h, &gx = x2[0]->g, &gy = y2[0]->g;
+      for (std::size_t i = 0; i < N; ++i) {
+        const T qi = q * gx[i];
+        for (std::size_t j = 0; j < N; ++j) r.h[i * N + j] = p * h[i * N + j] + qi * gy[j];
+      }
+      done1 = done2 = 1;
+    } else if (n1 == 2 && n2 == 0) {
+      const T p = p1[0], q = p1[1];
+      const auto &h0 = x1[0]->h, &h1 = x1[1]->h;
+      for (std::size_t i = 0; i < N * N; ++i) r.h[i] = p * h0[i] + q * h1[i];
+      done1 = 2;
+    } else if (n1 > 0) {
+      for (std::size_t i = 0; i < N * N; ++i) r.h[i] = p1[0] * x1[0]->h[i];
+      done1 = 1;
+    } else if (n2 > 0) {
+      for (std::size_t i = 0; i < N; ++i) {
+        const T pi = p2[0] * x2[0]->g[i];
+        for (std::size_t j = 0; j < N; ++j) r.h[i * N + j] = pi * y2[0]->g[j];
+      }
+      done2 = 1;
+    } else {
+      r.h.fill(T(0));
+    }
+    for (std::size_t t = done1; t < n1; ++t)
+      for (std::size_t i = 0; i < N * N; ++i) r.h[i] += p1[t] * x1[t]->h[i];
+    for (std::size_t t = done2; t < n2; ++t)
+      for (std::size_t i = 0; i < N; ++i) {
+        const T pi = p2[t] * x2[t]->g[i];
+        for (std::size_t j = 0; j < N; ++j) r.h[i * N + j] += pi * y2[t]->g[j];
+      }
   }
   return r;
 }
