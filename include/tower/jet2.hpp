@@ -149,7 +149,8 @@ J chain(const Op& op, const A&... a) {
     std::size_t done1 = 0, done2 = 0;
     if (n1 == 1 && n2 == 1) {
       const T p = p1[0], q = p2[0];
-      const auto &h = x1[0]->h, &gx = x2[0]->g, &gy = y2[0]->g;
+      const auto& h = x1[0]->h;
+      const auto &gx = x2[0]->g, &gy = y2[0]->g;
       for (std::size_t i = 0; i < N; ++i) {
         const T qi = q * gx[i];
         for (std::size_t j = 0; j < N; ++j) r.h[i * N + j] = p * h[i * N + j] + qi * gy[j];
