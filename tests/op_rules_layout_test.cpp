@@ -222,3 +222,29 @@ TEST_CASE("cat of many values under transforms: wrapped and plain parts mixed, g
   for (std::int64_t b = 0; b < 37; ++b)
     for (std::int64_t k = 0; k < 3; ++k) REQUIRE(last(k, b) == whole(b, k));
 }
+
+TEST_CASE("broadcast_to: every way a shape can grow, against an index loop") {
+  // Leading dims (a vmap lifting a value), trailing dims (a reduction's gradient, [P, 1] ->
+  // [P, 3]), and both or neither.
+  const std::pair<shape_t, shape_t> cases[] = {
+      {{5, 1}, {5, 3}}, {{2, 3, 1}, {2, 3, 4}}, {{2, 1, 1}, {2, 3, 4}}, {{1, 3, 1}, {2, 3, 4}}, {{3, 1}, {2, 3, 4}},
+      {{4}, {2, 3, 4}}, {{1, 1}, {2, 2}}, {{2, 1, 4}, {2, 3, 4}}, {{2, 3}, {2, 3}}, {{0, 1}, {0, 3}}};
+  for (const auto& [from, to] : cases) {
+    INFO("from " << tw::detail::shape_str(from) << " to " << tw::detail::shape_str(to));
+    const tw::tensor<double> x = sample(from, -1, 1, 90);
+    const tw::tensor<double> y = tw::broadcast_to(x, to);
+    REQUIRE(y.shape() == to);
+    const shape_t st = tw::kernels::broadcast_strides(from, to);
+    std::vector<std::int64_t> idx(to.size(), 0);
+    for (std::int64_t i = 0; i < y.numel(); ++i) {
+      std::int64_t at = 0;
+      for (std::size_t k = 0; k < to.size(); ++k) at += idx[k] * st[k];
+      REQUIRE(y.data()[i] == x.data()[at]);
+      for (std::size_t k = to.size(); k-- > 0;) {  // the next row-major index
+        if (++idx[k] < to[k]) break;
+        idx[k] = 0;
+      }
+    }
+  }
+  REQUIRE_THROWS_WITH(tw::broadcast_to(sample({2, 2}), {2, 3}), Catch::Contains("broadcast_to"));
+}

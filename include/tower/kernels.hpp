@@ -359,6 +359,19 @@ auto broadcast_to(const X& x, const shape_t& s) {
       return tensor<T>(s, std::move(out));
     }
   }
+  // Broadcast along trailing dims only ([P, 1] -> [P, 3]: a reduction's gradient): each element
+  // repeated, where the general loop below would run rows of a few elements.
+  if (in.size() == s.size()) {
+    std::size_t k = in.size();
+    while (k > 0 && in[k - 1] == 1) --k;
+    if (std::equal(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(k), s.begin())) {
+      const std::int64_t m = t.numel(), rep = m > 0 ? numel_of(s) / m : 0;
+      buffer<T> out(static_cast<std::size_t>(m * rep));
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < rep; ++j) out[static_cast<std::size_t>(i * rep + j)] = p[i];
+      return tensor<T>(s, std::move(out));
+    }
+  }
   buffer<T> out(static_cast<std::size_t>(numel_of(s)));
   const auto st = broadcast_strides(in, s);
   for_each_broadcast<true>(s, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { out[static_cast<std::size_t>(i)] = p[o]; });
