@@ -130,7 +130,8 @@ tensor<T> pad(const tensor<T>& x, std::int64_t dim, std::int64_t start, std::int
   return tensor<T>(s, std::move(out));
 }
 
-/// The n tensors at parts[0..n) joined along dim in one pass; the other dims must agree.
+/// The n >= 1 tensors at parts[0..n) joined along dim in one pass; the other dims must agree
+/// (tw::cat rejects an empty list before this).
 template <class T>
 tensor<T> cat(const tensor<T>* const* parts, std::size_t n, std::int64_t dim) {
   const tensor<T>& a = *parts[0];
