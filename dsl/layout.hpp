@@ -48,6 +48,7 @@ inline std::int64_t norm_dim(const char* op, std::int64_t d, std::int64_t rank) 
 
 struct permute_op {
   static constexpr const char* name = "permute";
+  static constexpr bool linear = true;  // runtime_trace.hpp
   shape_t perm;
   template <class X> auto base(const X& x) const { return kernels::permute(x, perm); }
   template <class BS, class X> auto batch(BS, const X& x) const {
@@ -130,6 +131,7 @@ struct pad_op;
 /// x[..., start:start + length, ...] along dim.
 struct narrow_op {
   static constexpr const char* name = "narrow";
+  static constexpr bool linear = true;  // runtime_trace.hpp
   std::int64_t dim, start, length;
   template <class X> auto base(const X& x) const {
     if constexpr (kernels::is_plain_scalar_v<X>) {
@@ -150,6 +152,7 @@ struct narrow_op {
 /// Zeros of size `total` along dim with x at [start, start + x.size(dim)): narrow's adjoint.
 struct pad_op {
   static constexpr const char* name = "pad";
+  static constexpr bool linear = true;  // zeros around x (runtime_trace.hpp)
   std::int64_t dim, start, total;
   template <class X> auto base(const X& x) const {
     if constexpr (kernels::is_plain_scalar_v<X>) {

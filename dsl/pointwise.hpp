@@ -95,11 +95,12 @@ TOWER_DECLARE_OP(ge)
 TOWER_DECLARE_OP(where)
 #undef TOWER_DECLARE_OP
 
-// BASE computes the op on a plain value x (a number or a tensor).
-#define TOWER_UNARY_OP_BASE(NAME, BASE, VJP, JVP)                                                \
+// BASE computes the op on a plain value x (a number or a tensor); further arguments are members.
+#define TOWER_UNARY_OP_BASE(NAME, BASE, VJP, JVP, ...)                                           \
   struct NAME##_op {                                                                            \
     static constexpr const char* name = #NAME;                                                  \
     static constexpr bool elementwise = true;                                                   \
+    __VA_ARGS__                                                                                 \
     template <class X> auto base(const X& x) const { return BASE; }                             \
     template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); } \
     template <class G, class O, class X>                                                        \
@@ -115,8 +116,9 @@ TOWER_DECLARE_OP(where)
 // An op whose derivative is D(x, out): VJP g * D, JVP t * D.
 #define TOWER_UNARY_OP_D(NAME, KERNEL, D) TOWER_UNARY_OP(NAME, KERNEL, g * (D), t * (D))
 // A transcendental function (kernels/vector_math.hpp): <cmath> on numbers, glibc's libmvec a
-// packet at a time on tensors.
-#define TOWER_MATH_OP(NAME, VJP, JVP) TOWER_UNARY_OP_BASE(NAME, kernels::map_math<kernels::vmath::NAME##_fn>(x), VJP, JVP)
+// packet at a time on tensors (and on the lanes of a fused runtime vmap: vmath_fn).
+#define TOWER_MATH_OP(NAME, VJP, JVP) \
+  TOWER_UNARY_OP_BASE(NAME, kernels::map_math<kernels::vmath::NAME##_fn>(x), VJP, JVP, using vmath_fn = kernels::vmath::NAME##_fn;)
 #define TOWER_MATH_OP_D(NAME, D) TOWER_MATH_OP(NAME, g * (D), t * (D))
 
 // name         kernel                                    derivative (x: input, out: result)

@@ -19,6 +19,7 @@ namespace tower {
 
 struct sum_op {
   static constexpr const char* name = "sum";
+  static constexpr bool linear = true;  // runtime_trace.hpp
   shape_t dims;  // ignored when all
   bool keepdim = false;
   bool all = true;

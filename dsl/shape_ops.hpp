@@ -14,6 +14,7 @@ namespace tower {
 
 struct reshape_op {
   static constexpr const char* name = "reshape";
+  static constexpr bool linear = true;  // runtime_trace.hpp
   shape_t target;
   template <class X> auto base(const X& x) const { return kernels::reshape(x, target); }
   template <class BS, class X> auto batch(BS bs, const X& x) const {
@@ -50,6 +51,7 @@ auto sum_to_like(const G& g, const X& x);
 
 struct broadcast_to_op {
   static constexpr const char* name = "broadcast_to";
+  static constexpr bool linear = true;  // runtime_trace.hpp
   shape_t target;
   template <class X> auto base(const X& x) const { return kernels::broadcast_to(x, target); }
   template <class BS, class X> auto batch(BS bs, const X& x) const {
@@ -73,6 +75,7 @@ auto broadcast_to(const X& x, shape_t s) { return call_op(broadcast_to_op{std::m
 
 struct movedim_op {
   static constexpr const char* name = "movedim";
+  static constexpr bool linear = true;  // runtime_trace.hpp
   std::int64_t src, dst;
   template <class X> auto base(const X& x) const {
     static_assert(is_tensor_v<X>, "movedim: needs a tensor");
@@ -126,6 +129,7 @@ struct to_tensor_op {
 struct ones_like_op {
   static constexpr const char* name = "ones_like";
   static constexpr bool elementwise = true;
+  static constexpr bool shape_only = true;  // a fused runtime vmap folds it to constants
   static constexpr bool differentiable = false;
   template <class X> auto base(const X& x) const { return kernels::filled(x, 1.0); }
   template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
@@ -133,6 +137,7 @@ struct ones_like_op {
 struct zeros_like_op {
   static constexpr const char* name = "zeros_like";
   static constexpr bool elementwise = true;
+  static constexpr bool shape_only = true;  // a fused runtime vmap folds it to constants
   static constexpr bool differentiable = false;
   template <class X> auto base(const X& x) const { return kernels::filled(x, 0.0); }
   template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
@@ -142,6 +147,7 @@ struct zeros_like_op {
 struct full_like_op {
   static constexpr const char* name = "full_like";
   static constexpr bool elementwise = true;
+  static constexpr bool shape_only = true;  // a fused runtime vmap folds it to constants
   static constexpr bool differentiable = false;
   double fill;
   template <class X> auto base(const X& x) const { return kernels::filled(x, fill); }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/check.hpp"
+#include "tests/elementwise_ops.hpp"
 
 namespace tw = tower;
 using tw::tensor;
@@ -75,51 +76,16 @@ void check_binary(const std::string& name, F f, double u, double v) {
 }  // namespace
 
 TEST_CASE("runtime vmap at batch size 1: every elementwise op gives the batching rules' values and shapes") {
-#define UNARY(OP, V) check_unary(#OP, [](auto x) { return tw::OP(x); }, V)
-  UNARY(neg, 0.3);
-  UNARY(abs, -0.3);
-  UNARY(sign, -0.3);
-  UNARY(exp, 0.3);
-  UNARY(expm1, 0.3);
-  UNARY(log, 0.3);
-  UNARY(log1p, 0.3);
-  UNARY(sqrt, 0.3);
-  UNARY(rsqrt, 0.3);
-  UNARY(square, 0.3);
-  UNARY(sin, 0.3);
-  UNARY(cos, 0.3);
-  UNARY(tan, 0.3);
-  UNARY(tanh, 0.3);
-  UNARY(sinh, 0.3);
-  UNARY(cosh, 0.3);
-  UNARY(asin, 0.3);
-  UNARY(acos, 0.3);
-  UNARY(atan, 0.3);
-  UNARY(sigmoid, 0.3);
-  UNARY(softplus, 0.3);
-  UNARY(relu, 0.3);
-  UNARY(erf, 0.3);
-  UNARY(reciprocal, 0.3);
+#define UNARY(OP, POINT, LO, HI) check_unary(#OP, [](auto x) { return tw::OP(x); }, POINT);
+  TOWER_TEST_UNARY_OPS(UNARY)
 #undef UNARY
   check_unary("ones_like", [](auto x) { return tw::ones_like(x) * x; }, 0.3);
   check_unary("zeros_like", [](auto x) { return tw::zeros_like(x) + x; }, 0.3);
-#define BINARY(OP) check_binary(#OP, [](auto x, auto y) { return tw::OP(x, y); }, 0.3, 0.6)
-  BINARY(add);
-  BINARY(sub);
-  BINARY(mul);
-  BINARY(div);
-  BINARY(pow);
-  BINARY(maximum);
-  BINARY(minimum);
-  BINARY(atan2);
+#define BINARY(OP, LO, HI) check_binary(#OP, [](auto x, auto y) { return tw::OP(x, y); }, 0.3, 0.6);
+  TOWER_TEST_BINARY_OPS(BINARY)
 #undef BINARY
-#define COMPARE(OP) check_binary(#OP, [](auto x, auto y) { return tw::OP(x, y) * x; }, 0.3, 0.6)
-  COMPARE(eq);
-  COMPARE(ne);
-  COMPARE(lt);
-  COMPARE(le);
-  COMPARE(gt);
-  COMPARE(ge);
+#define COMPARE(OP) check_binary(#OP, [](auto x, auto y) { return tw::OP(x, y) * x; }, 0.3, 0.6);
+  TOWER_TEST_COMPARE_OPS(COMPARE)
 #undef COMPARE
   check_binary("where", [](auto x, auto y) { return tw::where(tw::gt(x, y), x, y * 2.0); }, 0.3, 0.6);
   check_binary("where, cond first", [](auto x, auto y) { return tw::where(tw::lt(x, y), x * y, y); }, 0.3, 0.6);

@@ -22,6 +22,7 @@
 #include "tower/needs_input_grad.hpp"
 #include "tower/op_traits.hpp"
 #include "tower/pool_allocator.hpp"
+#include "tower/runtime_trace.hpp"
 
 namespace tower::runtime {
 
@@ -95,7 +96,10 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
         else
           return value(tower::detail::batch_rule_or_fallback(op, e_.batch_size, arg<I>(args)...));
       }();
-      return dyn::wrap(transform_type::vmap, e_.level, e_.serial, std::move(phys));
+      value out = dyn::wrap(transform_type::vmap, e_.level, e_.serial, std::move(phys));
+      if (e_.state) [[unlikely]]  // a vmap being traced (runtime_fusion.hpp)
+        static_cast<trace_recorder*>(e_.state)->record(op, args, out);
+      return out;
     }(std::make_index_sequence<N>{});
   }
 

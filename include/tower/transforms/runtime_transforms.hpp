@@ -20,6 +20,7 @@
 #include "tower/interpreter_stack.hpp"
 #include "tower/runtime_dispatch.hpp"
 #include "tower/transforms/batch_size.hpp"
+#include "tower/transforms/runtime_fusion.hpp"
 
 namespace tower::dyn {
 
@@ -166,18 +167,21 @@ auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t
   }
 }
 
-/// vmap on the runtime path; with chunk_size, a chunk of the batch at a time.
+/// vmap on the runtime path; with chunk_size, a chunk of the batch at a time; with fuse, the
+/// traced program when f's ops allow it (runtime_fusion.hpp).
 template <class Call, std::size_t N>
 auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
               const shape_t& out_dims, const std::array<value, N>& args,
-              randomness_kind randomness = randomness_kind::error, std::int64_t chunk_size = 0) {
+              randomness_kind randomness = randomness_kind::error, std::int64_t chunk_size = 0, bool fuse = false) {
+  using R = decltype(run_vmap_once(call, in_dims, out_dims, args, randomness));
+  if (fuse)
+    if (auto r = run_vmap_fused<R>(call, in_dims, out_dims, args, randomness)) return std::move(*r);
   if (chunk_size > 0) {
     std::int64_t bs = -1;
     tower::detail::batch_origin first;
     for (std::size_t i = 0; i < N; ++i)
       if (in_dims[i]) tower::detail::merge_batch_size(i, *in_dims[i], args[i].shape(), bs, first);
     if (bs > chunk_size) {
-      using R = decltype(run_vmap_once(call, in_dims, out_dims, args, randomness));
       std::vector<R> parts;
       for (std::int64_t start = 0; start < bs; start += chunk_size) {
         std::array<value, N> slice = args;

@@ -262,7 +262,16 @@ struct vmap_transform {
     std::apply([&](auto... o) { (outs.push_back(o), ...); }, out.dims);
     auto call = [&](const std::array<dyn::value, N>& w) { return std::apply(f, w); };
     return dyn::run_vmap(call, dims, outs, std::array<dyn::value, N>{runtime::detail::to_value(a)...}, opts.randomness,
-                         opts.chunk_size > 0 ? opts.chunk_size : runtime_packet(a...));
+                         opts.chunk_size > 0 ? opts.chunk_size : runtime_packet(a...), runtime_fuses(a...));
+  }
+
+  /// Whether the runtime path may trace f and run it fused (runtime_fusion.hpp): a top-level vmap
+  /// over tensors, strategy::automatic or strategy::fused, no chunk_size, randomness=error.
+  template <class... A>
+  bool runtime_fuses(const A&...) const {
+    constexpr bool plain = ((is_tensor_v<A> || std::is_arithmetic_v<A>) && ...);
+    constexpr bool may = std::is_same_v<Strategy, strategy::automatic_t> || std::is_same_v<Strategy, strategy::fused_t>;
+    return plain && may && opts.chunk_size <= 0 && opts.randomness == randomness_kind::error;
   }
 
   /// The runtime path's packets of examples (fused_vmap.hpp's strategy::packets; there are no

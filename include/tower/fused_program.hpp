@@ -1,0 +1,350 @@
+#pragma once
+// A per-example program of scalar instructions, run on lanes of examples: the form the runtime
+// path's vmap compiles a traced function to (runtime_trace.hpp, transforms/runtime_fusion.hpp).
+//
+// Each element of each per-example value is a register. An instruction applies one elementwise
+// op's kernel on doubles to `lanes` examples at once (a register holds one number per example),
+// so a chain of ops runs on a few KiB that stay in L1, instead of writing batch-sized tensors
+// per op. Built once per vmap call:
+//
+//   fusion::program p;
+//   const int x = p.input(0, 0), two = p.constant(2.0);
+//   const int y = p.emit(fusion::kernel_of<mul_op, 2>(), std::make_shared<mul_op>(), {x, two});
+//   p.finish({{y}});                      // one output of one element
+//   p.run({X.data()}, {1}, B, {Y.data()});  // Y[b] = X[b] * 2 for b < B
+//
+// emit folds instructions whose inputs are all constants and reuses an earlier instruction with
+// the same stateless op and inputs; finish drops instructions no output needs and gives
+// registers lane buffers, reusing a buffer once its register is dead.
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tower/error.hpp"
+#include "tower/kernels/vector_math.hpp"
+
+namespace tower::fusion {
+
+/// Examples per block: a register's lanes take 1 KiB.
+inline constexpr std::size_t block_lanes = 128;
+
+/// out[k] = op(in[0][k], ...) for the block_lanes lanes of a block. (A trip count the compiler
+/// knows, and a multiple of every packet width, lets g++ -O2 vectorise the loop.)
+using lane_kernel = void (*)(const void* op, double* out, const double* const* in);
+
+/// The lane kernel of an elementwise Op with N operands: its kernel on doubles, or glibc's
+/// libmvec a packet at a time for the ops that use it on tensors (Op::vmath_fn), so that a fused
+/// program gives the bits the op gives on a tensor of the whole batch.
+template <class Op, std::size_t N>
+void run_lanes(const void* p, double* __restrict out, const double* const* in) {
+  const Op& op = *static_cast<const Op*>(p);
+  constexpr auto n = static_cast<std::int64_t>(block_lanes);
+  if constexpr (N == 1 && requires { typename Op::vmath_fn; }) {
+    kernels::vmath::apply<typename Op::vmath_fn>(in[0], out, n);
+  } else if constexpr (N == 1) {
+    const double* __restrict a = in[0];
+    for (std::int64_t k = 0; k < n; ++k) out[k] = static_cast<double>(op.base(a[k]));
+  } else if constexpr (N == 2) {
+    const double* __restrict a = in[0];
+    const double* __restrict b = in[1];
+    for (std::int64_t k = 0; k < n; ++k) out[k] = static_cast<double>(op.base(a[k], b[k]));
+  } else {
+    static_assert(N == 3, "fusion: elementwise ops take one to three operands");
+    const double* __restrict a = in[0];
+    const double* __restrict b = in[1];
+    const double* __restrict c = in[2];
+    for (std::int64_t k = 0; k < n; ++k) out[k] = static_cast<double>(op.base(a[k], b[k], c[k]));
+  }
+}
+
+template <class Op, std::size_t N>
+constexpr lane_kernel kernel_of() {
+  return &run_lanes<Op, N>;
+}
+
+/// The two kernels a linear op's expansion needs (runtime_trace.hpp): a + b and c * a.
+struct plus {
+  double base(double a, double b) const { return a + b; }
+};
+struct times {
+  double base(double a, double b) const { return a * b; }
+};
+
+class program {
+ public:
+  /// The register of element `element` of argument `arg` (loaded per block from its tensor).
+  int input(int arg, std::int64_t element) {
+    regs_.push_back({kind::input, arg, element, 0, -1});
+    return static_cast<int>(regs_.size()) - 1;
+  }
+
+  /// A register holding v in every lane (one per distinct bit pattern).
+  int constant(double v) {
+    auto [it, fresh] = constants_.try_emplace(bits(v), static_cast<int>(regs_.size()));
+    if (fresh) regs_.push_back({kind::constant, 0, 0, v, -1});
+    return it->second;
+  }
+
+  bool is_constant(int r) const { return regs_[static_cast<std::size_t>(r)].k == kind::constant; }
+  double constant_value(int r) const { return regs_[static_cast<std::size_t>(r)].value; }
+
+  /// The register of kernel(op, in...). `op` is kept alive by the program; a stateless op
+  /// (an empty class) with the same kernel and inputs as an earlier one gives that one's register.
+  int emit(lane_kernel kernel, std::shared_ptr<const void> op, std::initializer_list<int> in, bool stateless = false) {
+    if (in.size() < 1 || in.size() > 3) throw error("fusion: an instruction takes one to three operands");
+    instruction ins{kernel, op.get(), -1, {-1, -1, -1}, static_cast<int>(in.size())};
+    std::copy(in.begin(), in.end(), ins.in.begin());
+    if (std::all_of(in.begin(), in.end(), [&](int r) { return is_constant(r); })) return fold(ins);
+    const key k{reinterpret_cast<std::uintptr_t>(kernel), ins.in[0], ins.in[1], ins.in[2]};
+    if (stateless)
+      if (auto it = seen_.find(k); it != seen_.end()) return it->second;
+    ops_.push_back(std::move(op));
+    ins.out = static_cast<int>(regs_.size());
+    regs_.push_back({kind::computed, 0, 0, 0, static_cast<int>(code_.size())});
+    code_.push_back(ins);
+    if (stateless) seen_.emplace(k, ins.out);
+    return ins.out;
+  }
+
+  template <class Op, std::size_t N>
+  int emit(const std::shared_ptr<const Op>& op, const std::array<int, N>& in) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return emit(kernel_of<Op, N>(), op, {in[I]...}, std::is_empty_v<Op>);
+    }(std::make_index_sequence<N>{});
+  }
+
+  std::size_t instruction_count() const { return code_.size(); }
+  std::size_t register_count() const { return regs_.size(); }
+  /// After finish: the instructions that run per block, and the lane buffers they use.
+  std::size_t live_instruction_count() const { return live_.size(); }
+  std::size_t buffer_count() const { return buffers_; }
+
+  /// Fixes the outputs (per output, the registers of its elements in row-major order), drops
+  /// the instructions they do not need and assigns lane buffers.
+  void finish(std::vector<std::vector<int>> outputs) {
+    outputs_ = std::move(outputs);
+    // Liveness, backwards from the outputs.
+    std::vector<char> needed(regs_.size(), 0);
+    for (const auto& o : outputs_)
+      for (int r : o) needed[static_cast<std::size_t>(r)] = 1;
+    std::vector<char> runs(code_.size(), 0);
+    for (std::size_t i = code_.size(); i-- > 0;) {
+      const instruction& ins = code_[i];
+      if (!needed[static_cast<std::size_t>(ins.out)]) continue;
+      runs[i] = 1;
+      for (int j = 0; j < ins.arity; ++j) needed[static_cast<std::size_t>(ins.in[static_cast<std::size_t>(j)])] = 1;
+    }
+    // The last instruction reading each register; outputs and constants live to the end.
+    constexpr int forever = 1 << 30;
+    std::vector<int> last(regs_.size(), -1);
+    live_.clear();
+    for (std::size_t i = 0; i < code_.size(); ++i) {
+      if (!runs[i]) continue;
+      const int at = static_cast<int>(live_.size());
+      live_.push_back(code_[i]);
+      for (int j = 0; j < code_[i].arity; ++j) last[static_cast<std::size_t>(code_[i].in[static_cast<std::size_t>(j)])] = at;
+    }
+    for (const auto& o : outputs_)
+      for (int r : o) last[static_cast<std::size_t>(r)] = forever;
+    // Buffers: constants and inputs first (loaded before the instructions run), then each
+    // instruction's result takes a buffer freed by a register that died before it.
+    buffer_of_.assign(regs_.size(), -1);
+    std::vector<int> free;
+    std::vector<std::vector<int>> dies_at(live_.size());
+    int count = 0;
+    auto take = [&] {
+      if (free.empty()) return count++;
+      const int b = free.back();
+      free.pop_back();
+      return b;
+    };
+    loads_.clear();
+    constant_buffers_.clear();
+    for (std::size_t r = 0; r < regs_.size(); ++r) {
+      if (!needed[r] || regs_[r].k == kind::computed) continue;
+      const int b = count++;
+      buffer_of_[r] = b;
+      if (regs_[r].k == kind::constant) constant_buffers_.push_back({b, regs_[r].value});
+      else loads_.push_back({b, regs_[r].arg, regs_[r].element});
+      if (regs_[r].k == kind::input && last[r] >= 0 && last[r] != forever) dies_at[static_cast<std::size_t>(last[r])].push_back(b);
+    }
+    for (std::size_t i = 0; i < live_.size(); ++i) {
+      instruction& ins = live_[i];
+      const int b = take();
+      buffer_of_[static_cast<std::size_t>(ins.out)] = b;
+      const int l = last[static_cast<std::size_t>(ins.out)];
+      if (l == -1) free.push_back(b);  // read by nothing (kept only as a shared result)
+      else if (l != forever) dies_at[static_cast<std::size_t>(l)].push_back(b);
+      for (int d : dies_at[i]) free.push_back(d);
+    }
+    buffers_ = static_cast<std::size_t>(count);
+    finished_ = true;
+  }
+
+  /// Runs the program for examples [0, batch): inputs[a] holds argument a as [batch, numel[a]]
+  /// (row-major), outputs[o] receives output o as [batch, outputs[o].size()].
+  void run(const std::vector<const double*>& inputs, const std::vector<std::int64_t>& numel, std::int64_t batch,
+           const std::vector<double*>& outputs) const {
+    if (!finished_) throw error("fusion: program::run before finish");
+    constexpr std::size_t K = block_lanes;
+    std::vector<double> store(buffers_ * K + 8);
+    double* base = store.data();
+    while (reinterpret_cast<std::uintptr_t>(base) % 64 != 0) ++base;  // whole packets per buffer
+    auto buf = [&](int b) { return base + static_cast<std::size_t>(b) * K; };
+    for (const auto& [b, v] : constant_buffers_) std::fill_n(buf(b), K, v);
+    // Operand pointers, fixed for the whole run.
+    std::vector<std::array<const double*, 3>> operands(live_.size());
+    for (std::size_t i = 0; i < live_.size(); ++i)
+      for (int j = 0; j < live_[i].arity; ++j)
+        operands[i][static_cast<std::size_t>(j)] = buf(buffer_of_[static_cast<std::size_t>(live_[i].in[static_cast<std::size_t>(j)])]);
+    // Per argument, the buffers its elements load into; per output, the buffers it stores from.
+    std::vector<std::vector<std::pair<double*, std::int64_t>>> loads(inputs.size());
+    for (const auto& [b, arg, element] : loads_) loads[static_cast<std::size_t>(arg)].push_back({buf(b), element});
+    std::vector<std::vector<const double*>> stores(outputs_.size());
+    for (std::size_t o = 0; o < outputs_.size(); ++o)
+      for (int r : outputs_[o]) stores[o].push_back(buf(buffer_of_[static_cast<std::size_t>(r)]));
+    std::vector<const char*> ahead;
+    for (std::int64_t start = 0; start < batch; start += static_cast<std::int64_t>(K)) {
+      const auto n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(K), batch - start));
+      // A row (one example) at a time: both sides walk memory in order.
+      for (std::size_t a = 0; a < loads.size(); ++a) {
+        if (loads[a].empty()) continue;
+        const std::int64_t stride = numel[a];
+        const double* src = inputs[a] + start * stride;
+        if (!rows_to_lanes(src, stride, loads[a], n))
+          for (std::size_t k = 0; k < n; ++k, src += stride)
+            for (const auto& [dst, element] : loads[a]) dst[k] = src[element];
+        for (const auto& [dst, element] : loads[a]) std::fill(dst + n, dst + K, 1.0);  // a short last block: lanes every op is defined at
+      }
+      // The next block's rows, fetched a few cache lines per instruction so that memory works
+      // while this block computes (in one burst they stall; unaided, memory idles during the
+      // instructions and the loads and stores of a block wait on it).
+      ahead.clear();
+      if (const std::int64_t next = start + static_cast<std::int64_t>(K); next < batch) {
+        const std::int64_t m = std::min<std::int64_t>(static_cast<std::int64_t>(K), batch - next);
+        for (std::size_t a = 0; a < loads.size(); ++a)
+          if (!loads[a].empty()) lines(inputs[a] + next * numel[a], m * numel[a], ahead);
+        for (std::size_t o = 0; o < stores.size(); ++o)
+          lines(outputs[o] + next * static_cast<std::int64_t>(stores[o].size()), m * static_cast<std::int64_t>(stores[o].size()), ahead);
+      }
+      const std::size_t per = live_.empty() ? 0 : (ahead.size() + live_.size() - 1) / live_.size();
+      std::size_t fetched = 0;
+      for (std::size_t i = 0; i < live_.size(); ++i) {
+        for (std::size_t j = 0; j < per && fetched < ahead.size(); ++j, ++fetched) __builtin_prefetch(ahead[fetched], 1);
+        live_[i].run(live_[i].op, buf(buffer_of_[static_cast<std::size_t>(live_[i].out)]), operands[i].data());
+      }
+      for (std::size_t o = 0; o < stores.size(); ++o) {
+        const auto& from = stores[o];
+        const auto width = static_cast<std::int64_t>(from.size());
+        double* dst = outputs[o] + start * width;
+        if (!lanes_to_rows(from, dst, n))
+          for (std::size_t k = 0; k < n; ++k, dst += width)
+            for (std::int64_t e = 0; e < width; ++e) dst[e] = from[static_cast<std::size_t>(e)][k];
+      }
+    }
+  }
+
+ private:
+  /// The cache lines of n numbers from p.
+  static void lines(const double* p, std::int64_t n, std::vector<const char*>& out) {
+    const char* c = reinterpret_cast<const char*>(p);
+    const char* end = reinterpret_cast<const char*>(p + n);
+    for (c -= reinterpret_cast<std::uintptr_t>(c) % 64; c < end; c += 64) out.push_back(c);
+  }
+
+  /// Rows of up to 8 numbers, all loaded, to lanes (and back) with the row width known to the
+  /// compiler: the common case, a few times faster than the general loops. False: not that case.
+  static bool rows_to_lanes(const double* src, std::int64_t stride, const std::vector<std::pair<double*, std::int64_t>>& to,
+                            std::size_t n) {
+    if (static_cast<std::int64_t>(to.size()) != stride || stride > 8) return false;
+    for (std::size_t e = 0; e < to.size(); ++e)
+      if (to[e].second != static_cast<std::int64_t>(e)) return false;
+    return with_width(stride, [&]<int W>() {
+      double* dst[W];
+      for (int e = 0; e < W; ++e) dst[e] = to[static_cast<std::size_t>(e)].first;
+      for (std::size_t k = 0; k < n; ++k, src += W)
+        for (int e = 0; e < W; ++e) dst[e][k] = src[e];
+    });
+  }
+  static bool lanes_to_rows(const std::vector<const double*>& from, double* dst, std::size_t n) {
+    if (from.size() > 8) return false;
+    return with_width(static_cast<std::int64_t>(from.size()), [&]<int W>() {
+      const double* src[W];
+      for (int e = 0; e < W; ++e) src[e] = from[static_cast<std::size_t>(e)];
+      for (std::size_t k = 0; k < n; ++k, dst += W)
+        for (int e = 0; e < W; ++e) dst[e] = src[e][k];
+    });
+  }
+  /// body.template operator()<W>() for W = w in [1, 8].
+  template <class Body>
+  static bool with_width(std::int64_t w, Body&& body) {
+    return [&]<int... W>(std::integer_sequence<int, W...>) {
+      return ((w == W + 1 ? (body.template operator()<W + 1>(), true) : false) || ...);
+    }(std::make_integer_sequence<int, 8>{});
+  }
+
+  enum class kind : unsigned char { input, constant, computed };
+  struct reg {
+    kind k;
+    int arg;               // input
+    std::int64_t element;  // input
+    double value;          // constant
+    int def;               // computed: its instruction
+  };
+  struct instruction {
+    lane_kernel run;
+    const void* op;
+    int out;
+    std::array<int, 3> in;
+    int arity;
+  };
+  struct load {
+    int buffer, arg;
+    std::int64_t element;
+  };
+  using key = std::tuple<std::uintptr_t, int, int, int>;
+
+  static std::uint64_t bits(double v) {
+    std::uint64_t b;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
+  }
+
+  /// An instruction on constants: its value now, by the same kernel on a packet of lanes.
+  int fold(const instruction& ins) {
+    alignas(64) double lanes_in[3][block_lanes];
+    alignas(64) double lanes_out[block_lanes];
+    std::array<const double*, 3> in{};
+    for (int j = 0; j < ins.arity; ++j) {
+      std::fill_n(lanes_in[j], block_lanes, constant_value(ins.in[static_cast<std::size_t>(j)]));
+      in[static_cast<std::size_t>(j)] = lanes_in[j];
+    }
+    ins.run(ins.op, lanes_out, in.data());
+    return constant(lanes_out[0]);
+  }
+
+  std::vector<reg> regs_;
+  std::vector<instruction> code_;
+  std::vector<std::shared_ptr<const void>> ops_;
+  std::map<std::uint64_t, int> constants_;
+  std::map<key, int> seen_;
+  std::vector<std::vector<int>> outputs_;
+  // After finish.
+  std::vector<instruction> live_;
+  std::vector<int> buffer_of_;
+  std::vector<load> loads_;
+  std::vector<std::pair<int, double>> constant_buffers_;
+  std::size_t buffers_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace tower::fusion

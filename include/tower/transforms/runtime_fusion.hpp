@@ -1,0 +1,165 @@
+#pragma once
+// The runtime path's fused vmap: trace f on a few examples, then run the traced per-example
+// program on lanes of examples (runtime_trace.hpp, fused_program.hpp).
+//
+// A type-erased f has no per-example form the compiler can see, and its batching rules write a
+// batch-sized tensor per op (about 0.75 ns per element per op on Lennard-Jones: 35 ops cost
+// 10x the fused loop). Here vmap runs f once, at its own level, on the first examples, with a
+// trace_recorder on its stack entry; every op that reaches the vmap's interpreter (f's own ops,
+// and those that grad's backward sweep or an inner transform lowers to it) becomes scalar
+// instructions. When all of them could, the program runs over the whole batch, 128 examples at
+// a time, with every intermediate in L1; otherwise vmap runs the batching rules as usual.
+//
+// Used for a vmap with no live transform below it, over plain arguments, with randomness=error
+// and no chunk_size, and strategy::automatic or strategy::fused (strategy::batched and
+// strategy::packets run the batching rules). As with jax.jit, f runs once, for the trace; when
+// the trace cannot be fused (or raises), f runs again by batching rules.
+// Results equal the batching rules' up to the order of a sum's additions.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "dsl/layout.hpp"
+#include "dsl/shape_ops.hpp"
+#include "tower/dyn_value.hpp"
+#include "tower/interpreter_stack.hpp"
+#include "tower/runtime_trace.hpp"
+#include "tower/transforms/batch_size.hpp"
+
+namespace tower::dyn {
+
+namespace detail {
+/// Examples f runs on while it is traced, and the smallest batch worth tracing.
+inline constexpr std::int64_t trace_examples = 8;
+inline constexpr std::int64_t min_fused_batch = 64;
+
+}  // namespace detail
+
+/// What the last runtime vmap that could fuse did, on this thread: for tests and tuning.
+struct fusion_report {
+  bool fused = false;
+  std::string refusal;                // why not, when not fused
+  std::size_t traced_instructions = 0;  // scalar instructions the trace made
+  std::size_t instructions = 0;       // those that run per block (after dead-code removal)
+  std::size_t buffers = 0;            // lane buffers of a block
+};
+inline fusion_report& last_fusion() {
+  thread_local fusion_report r;
+  return r;
+}
+
+/// The result of vmap(call) by the fused program, or nullopt when f has an op with no fused form
+/// (or the batch is too small to be worth a trace). R: the type run_vmap_once returns.
+template <class R, class Call, std::size_t N>
+std::optional<R> run_vmap_fused(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
+                                const shape_t& out_dims, const std::array<value, N>& args, randomness_kind randomness) {
+  fusion_report& report = last_fusion();
+  report = fusion_report{};
+  std::string& refusal = report.refusal;
+  refusal = "inside another transform, over wrapped values, or with random ops";
+  if (top_live_level() != 0 || randomness != randomness_kind::error) return std::nullopt;
+  for (const value& a : args)
+    if (!a.is_plain()) return std::nullopt;
+  std::int64_t bs = -1;
+  tower::detail::batch_origin first;
+  for (std::size_t i = 0; i < N; ++i)
+    if (in_dims[i]) tower::detail::merge_batch_size(i, *in_dims[i], args[i].shape(), bs, first);
+  tower::detail::require_batched(bs);
+  if (bs < detail::min_fused_batch) {
+    refusal = "a batch of " + std::to_string(bs) + " examples";
+    return std::nullopt;
+  }
+  // Batched arguments as [B, ...] tensors.
+  std::array<value, N> moved;
+  std::array<std::optional<tensor<double>>, N> scratch;
+  std::array<const tensor<double>*, N> batched{};
+  std::vector<const double*> inputs(N, nullptr);
+  std::vector<std::int64_t> numel(N, 0);
+  for (std::size_t i = 0; i < N; ++i) {
+    if (!in_dims[i]) continue;
+    const auto r = args[i].rank();
+    const std::int64_t d = *in_dims[i] < 0 ? *in_dims[i] + r : *in_dims[i];
+    moved[i] = d == 0 ? args[i] : movedim(args[i], d, 0);
+    batched[i] = &moved[i].plain_ref(scratch[i]);  // no copy of the batch
+    inputs[i] = batched[i]->data();
+    numel[i] = batched[i]->numel() / bs;
+  }
+  // The trace: f at a vmap level of trace_examples examples, recorded.
+  std::vector<shape_t> out_shapes;
+  std::optional<runtime::trace_recorder> rec;
+  {
+    const int level = top_live_level() + 1;
+    interpreter_scope scope(transform_type::vmap, level);
+    scope.entry().randomness = randomness;
+    scope.entry().batch_size = detail::trace_examples;
+    const std::uint64_t serial = scope.entry().serial;
+    rec.emplace(level, serial);
+    scope.entry().state = &*rec;
+    std::array<value, N> wrapped;
+    for (std::size_t i = 0; i < N; ++i) {
+      if (!in_dims[i]) {
+        wrapped[i] = args[i];
+        continue;
+      }
+      wrapped[i] = wrap(transform_type::vmap, level, serial, value(kernels::narrow(*batched[i], 0, 0, detail::trace_examples)));
+      rec->add_input(wrapped[i], static_cast<int>(i));
+    }
+    // An error in the trace would name the trace's physical shapes: the batching rules on the
+    // whole batch raise it again, as they would have without a trace.
+    using Out = decltype(call(wrapped));
+    std::optional<Out> traced;
+    try {
+      traced.emplace(call(wrapped));
+    } catch (const error& e) {
+      refusal = std::string("the trace raised: ") + e.what();
+      return std::nullopt;
+    }
+    scope.entry().state = nullptr;
+    const Out& r = *traced;
+    std::vector<std::vector<int>> outs;
+    auto output = [&](const value& v) {
+      const std::vector<int>* regs = rec->registers(v);
+      if (!regs) return rec->stop("an output is not batched by the traced vmap");
+      outs.push_back(*regs);
+      out_shapes.push_back(v.shape());
+    };
+    if constexpr (std::is_same_v<Out, value>) output(r);
+    else std::apply([&](const auto&... v) { (output(v), ...); }, r);
+    if (!rec->ok()) {
+      refusal = rec->why();
+      return std::nullopt;
+    }
+    rec->program().finish(std::move(outs));
+    report.traced_instructions = rec->program().instruction_count();
+    report.instructions = rec->program().live_instruction_count();
+    report.buffers = rec->program().buffer_count();
+  }
+  // The program over the whole batch.
+  std::vector<tensor<double>> results;
+  std::vector<double*> dst;
+  for (const shape_t& s : out_shapes) {
+    shape_t full = s;
+    full.insert(full.begin(), bs);
+    std::int64_t n = 1;
+    for (auto d : full) n *= d;
+    results.emplace_back(full, buffer<double>(static_cast<std::size_t>(n)));
+    dst.push_back(results.back().data());
+  }
+  rec->program().run(inputs, numel, bs, dst);
+  refusal.clear();
+  report.fused = true;
+  auto place = [&](std::size_t k) {
+    const std::int64_t d0 = out_dims.empty() ? 0 : out_dims.size() == 1 ? out_dims[0] : out_dims.at(k);
+    const std::int64_t d = tensor<double>::normalize_dim(d0, results[k].dim());
+    return d == 0 ? value(std::move(results[k])) : movedim(value(std::move(results[k])), 0, d);
+  };
+  if constexpr (std::is_same_v<R, value>) {
+    return place(0);
+  } else {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) { return R{place(K)...}; }(std::make_index_sequence<std::tuple_size_v<R>>{});
+  }
+}
+
+}  // namespace tower::dyn

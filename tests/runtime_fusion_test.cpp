@@ -1,0 +1,231 @@
+// The runtime path's fused vmap (transforms/runtime_fusion.hpp): f traced once, then run as a
+// per-example program on lanes of examples. Every elementwise op and every linear layout op,
+// alone and under grad, hessian, jacrev and jacfwd, must give what the batching rules give
+// (strategy::batched, the same binary) on a batch that is not a whole number of blocks; ops with
+// no fused form, small batches and inner vmaps must fall back and still give those values.
+// Only the runtime path is instantiated, to keep this file quick to compile.
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/check.hpp"
+#include "tests/elementwise_ops.hpp"
+
+namespace tw = tower;
+using tw::tensor;
+using tw::dyn::value;
+using fn1 = std::function<value(value)>;
+using fn2 = std::function<value(value, value)>;
+
+namespace {
+
+// 300 examples: two blocks of 128 lanes and a short one.
+constexpr std::int64_t B = 300;
+
+tensor<double> uniform(tw::shape_t s, double lo, double hi, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<double> v(static_cast<std::size_t>(tw::numel_of(s)));
+  for (auto& x : v) x = d(g);
+  return tensor<double>(std::move(s), std::move(v));
+}
+
+/// Runs `run` fused (the default strategy) and by batching rules, and compares: equal up to the
+/// last bits (sums may add in another order), and the default must have fused.
+template <class Run>
+void require_fused_matches(const std::string& what, Run run, double tol = 1e-14) {
+  INFO(what);
+  tw::dyn::last_fusion() = {};
+  const tensor<double> fused = run(tw::strategy::automatic).to_tensor();
+  const tw::dyn::fusion_report report = tw::dyn::last_fusion();
+  INFO("refusal: " << report.refusal);
+  REQUIRE(report.fused);
+  const tensor<double> batched = run(tw::strategy::batched).to_tensor();
+  tw::testing::require_close(fused, batched, tol);
+}
+
+template <class F>
+void check_unary(const std::string& name, F f, double lo, double hi) {
+  fn1 erased = [f](value x) { return f(x); };
+  fn1 loss = [f](value x) { return tw::sum(f(x) * f(x)); };
+  for (const tw::shape_t& s : {tw::shape_t{B}, tw::shape_t{B, 3}, tw::shape_t{B, 2, 3}}) {
+    const tensor<double> X = uniform(s, lo, hi, 1);
+    const std::string at = name + " on rank " + std::to_string(s.size());
+    require_fused_matches(at, [&](auto st) { return tw::vmap(erased, st)(X); });
+    require_fused_matches(at + ", grad", [&](auto st) { return tw::vmap(tw::grad(loss), st)(X); });
+  }
+}
+
+template <class F>
+void check_binary(const std::string& name, F f, double lo, double hi) {
+  fn2 erased = [f](value x, value y) { return f(x, y); };
+  fn2 loss = [f](value x, value y) { return tw::sum(f(x, y)); };
+  const tensor<double> X = uniform({B, 3}, lo, hi, 2), Y = uniform({B, 3}, lo, hi, 3), Yrow = uniform({B}, lo, hi, 4);
+  const tensor<double> c = uniform({3}, lo, hi, 5), C = uniform({2, 1}, lo, hi, 6);
+  require_fused_matches(name + ", both batched", [&](auto st) { return tw::vmap(erased, st)(X, Y); });
+  require_fused_matches(name + ", [3] and []", [&](auto st) { return tw::vmap(erased, st)(X, Yrow); });
+  require_fused_matches(name + ", unbatched [3]", [&](auto st) { return tw::vmap(erased, tw::in_dims(tw::none, 0), st)(c, Y); });
+  require_fused_matches(name + ", unbatched [2, 1] grows the shape",
+                        [&](auto st) { return tw::vmap(erased, tw::in_dims(0, tw::none), st)(X, C); });
+  require_fused_matches(name + ", grad", [&](auto st) { return tw::vmap(tw::grad(loss), st)(X, Y); });
+  require_fused_matches(name + ", grad of the second", [&](auto st) { return tw::vmap(tw::grad(loss, tw::argnums<1>), st)(X, Yrow); });
+}
+
+}  // namespace
+
+TEST_CASE("fused runtime vmap: every elementwise op gives the batching rules' values") {
+#define UNARY(OP, POINT, LO, HI) check_unary(#OP, [](auto x) { return tw::OP(x); }, LO, HI);
+  TOWER_TEST_UNARY_OPS(UNARY)
+#undef UNARY
+  check_unary("ones_like", [](auto x) { return tw::ones_like(x) * x; }, -2, 2);
+  check_unary("zeros_like", [](auto x) { return tw::zeros_like(x) + x; }, -2, 2);
+  check_unary("full_like", [](auto x) { return tw::full_like(x, 2.5) * x; }, -2, 2);
+#define BINARY(OP, LO, HI) check_binary(#OP, [](auto x, auto y) { return tw::OP(x, y); }, LO, HI);
+  TOWER_TEST_BINARY_OPS(BINARY)
+#undef BINARY
+#define COMPARE(OP) check_binary(#OP, [](auto x, auto y) { return tw::OP(x, y) * x; }, -2, 2);
+  TOWER_TEST_COMPARE_OPS(COMPARE)
+#undef COMPARE
+  check_binary("where", [](auto x, auto y) { return tw::where(tw::gt(x, y), x * y, y - x); }, -2, 2);
+}
+
+TEST_CASE("fused runtime vmap: layout ops and reductions move and add registers") {
+  const tensor<double> X = uniform({B, 2, 3}, -2, 2, 7);
+  const std::vector<std::pair<std::string, fn1>> fs = {
+      {"sum", [](value x) { return tw::sum(x) * x; }},
+      {"sum over a dim", [](value x) { return tw::sum(x, 1) * 2.0; }},
+      {"sum keepdim", [](value x) { return x / tw::sum(x * x, 0, true); }},
+      {"reshape", [](value x) { return tw::reshape(x, {3, 2}) * tw::reshape(x, {3, 2}); }},
+      {"broadcast_to", [](value x) { return tw::broadcast_to(tw::sum(x, 0), {4, 3}) + 1.0; }},
+      {"movedim", [](value x) { return tw::sin(tw::movedim(x, 0, 1)); }},
+      {"transpose", [](value x) { return tw::transpose(x, 0, 1) * 3.0; }},
+      {"permute", [](value x) { return tw::permute(x, {1, 0}) - 1.0; }},
+      {"narrow", [](value x) { return tw::narrow(x, 1, 1, 2) * tw::narrow(x, 1, 0, 2); }},
+      {"unsqueeze and squeeze", [](value x) { return tw::squeeze(tw::unsqueeze(x, 1) * 2.0, 1); }},
+      {"flatten", [](value x) { return tw::exp(tw::flatten(x)); }},
+  };
+  for (const auto& entry : fs) {
+    const std::string& name = entry.first;
+    const fn1& f = entry.second;
+    fn1 loss = [f](value x) { return tw::sum(tw::sin(f(x))); };
+    require_fused_matches(name, [&](auto st) { return tw::vmap(f, st)(X); });
+    require_fused_matches(name + ", grad", [&](auto st) { return tw::vmap(tw::grad(loss), st)(X); });
+  }
+}
+
+TEST_CASE("fused runtime vmap: per-example Jacobians and Hessians") {
+  const tensor<double> X = uniform({B, 4}, -1, 1, 8);
+  fn1 f = [](value x) { return tw::log(1.0 + tw::sum(x * x)) + tw::sum(tw::sin(x) * tw::cos(x)); };
+  fn1 g = [](value x) { return tw::tanh(x) * tw::sum(x); };
+  require_fused_matches("hessian", [&](auto st) { return tw::vmap(tw::hessian(f), st)(X); }, 1e-13);
+  require_fused_matches("jacrev", [&](auto st) { return tw::vmap(tw::jacrev(g), st)(X); });
+  require_fused_matches("jacfwd", [&](auto st) { return tw::vmap(tw::jacfwd(g), st)(X); });
+  // And against a finite-difference Hessian of one example.
+  const tensor<double> H = tw::vmap(tw::hessian(f))(X).to_tensor();
+  REQUIRE(tw::dyn::last_fusion().fused);
+  const tensor<double> x0 = tw::testing::row(X, 17);
+  fn1 df = tw::grad(f);
+  for (std::int64_t i = 0; i < 4; ++i) {
+    tensor<double> xp = x0, xm = x0;
+    xp.data()[i] += 1e-5;
+    xm.data()[i] -= 1e-5;
+    const tensor<double> col = (df(value(xp)).to_tensor() - df(value(xm)).to_tensor()) / 2e-5;
+    for (std::int64_t j = 0; j < 4; ++j) tw::testing::require_close(H.data()[17 * 16 + j * 4 + i], col.data()[j], 1e-6);
+  }
+}
+
+TEST_CASE("fused runtime vmap: in_dims, out_dims, several outputs, captured values") {
+  const tensor<double> X = uniform({3, B}, -1, 1, 9), W = uniform({3}, -1, 1, 10);
+  fn1 f = [W](value x) { return tw::exp(x * W) * tw::sum(x); };  // W is captured: constants
+  require_fused_matches("in_dims 1", [&](auto st) { return tw::vmap(f, tw::in_dims(1), st)(X); });
+  require_fused_matches("out_dims 1", [&](auto st) { return tw::vmap(f, tw::in_dims(1), tw::out_dims(1), st)(X); });
+  require_fused_matches("in_dims -1", [&](auto st) { return tw::vmap(tw::grad(fn1([W](value x) { return tw::sum(x * x * W); })), tw::in_dims(-1), st)(X); });
+  // Two outputs, the second batched in dim 1.
+  std::function<std::tuple<value, value>(value)> two = [](value x) { return std::make_tuple(tw::sin(x), tw::sum(x) * 2.0); };
+  const auto fused = tw::vmap(two, tw::in_dims(1), tw::out_dims(1, 0))(X);
+  REQUIRE(tw::dyn::last_fusion().fused);
+  const auto batched = tw::vmap(two, tw::in_dims(1), tw::out_dims(1, 0), tw::strategy::batched)(X);
+  tw::testing::require_close(std::get<0>(fused).to_tensor(), std::get<0>(batched).to_tensor(), 1e-15);
+  tw::testing::require_close(std::get<1>(fused).to_tensor(), std::get<1>(batched).to_tensor(), 1e-15);
+  REQUIRE(std::get<0>(fused).shape() == tw::shape_t{3, B});
+  // An output that is an argument, unchanged.
+  fn1 id = [](value x) { return x; };
+  require_fused_matches("identity", [&](auto st) { return tw::vmap(id, tw::in_dims(1), st)(X); });
+}
+
+TEST_CASE("fused runtime vmap: f runs once, for the trace; dead code and repeats are dropped") {
+  const tensor<double> X = uniform({1000, 3}, 0.6, 1.4, 11);
+  int calls = 0;
+  fn1 energy = [&calls](value r) {
+    ++calls;
+    auto s = 1.0 / tw::sum(r * r);
+    auto s3 = s * s * s;
+    return 4.0 * (s3 * s3 - s3);
+  };
+  const tensor<double> G = tw::vmap(tw::grad(energy))(X).to_tensor();
+  const auto report = tw::dyn::last_fusion();
+  REQUIRE(report.fused);
+  REQUIRE(calls == 1);
+  // The energy itself is not returned: its last instructions do not run.
+  REQUIRE(report.instructions < report.traced_instructions);
+  REQUIRE(report.buffers < report.instructions);
+  // Against the hand-written gradient (24 s^4 - 48 s^7) r.
+  for (std::int64_t b = 0; b < 1000; b += 37) {
+    const double* r = X.data() + 3 * b;
+    const double s = 1.0 / (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+    const double c = 24 * std::pow(s, 4) - 48 * std::pow(s, 7);
+    for (int k = 0; k < 3; ++k) tw::testing::require_close(G.data()[3 * b + k], c * r[k], 1e-12);
+  }
+  // The same stateless op on the same registers is computed once.
+  fn1 twice = [](value x) { return tw::sin(x) * tw::sin(x) + tw::sin(x) * tw::sin(x); };
+  tw::vmap(twice)(X);
+  REQUIRE(tw::dyn::last_fusion().fused);
+  REQUIRE(tw::dyn::last_fusion().traced_instructions == 3 * 3);  // sin, mul, add per element
+}
+
+TEST_CASE("fused runtime vmap: what it does not fuse runs by batching rules, with the same values") {
+  const tensor<double> X = uniform({B, 3}, -1, 1, 12), A = uniform({3, 3}, -1, 1, 13);
+  // An op with no fused form.
+  fn1 mv = [A](value x) { return tw::tanh(tw::matmul(A, x)); };
+  const tensor<double> got = tw::vmap(tw::jacrev(mv))(X).to_tensor();
+  REQUIRE_FALSE(tw::dyn::last_fusion().fused);
+  REQUIRE(tw::dyn::last_fusion().refusal.find("matmul") != std::string::npos);
+  tw::testing::require_close(got, tw::vmap(tw::jacrev(mv), tw::strategy::batched)(X).to_tensor(), 1e-15);
+  // A small batch.
+  fn1 f = [](value x) { return tw::sin(x) * x; };
+  const tensor<double> small = uniform({10, 3}, -1, 1, 14);
+  tw::testing::require_close(tw::vmap(f)(small).to_tensor(), tw::vmap(f, tw::strategy::batched)(small).to_tensor(), 0);
+  REQUIRE_FALSE(tw::dyn::last_fusion().fused);
+  // A vmap inside another transform: its values are wrapped.
+  fn1 outer = [f](value x) { return tw::sum(tw::vmap(f)(x)); };
+  const tensor<double> gx = tw::grad(outer)(value(X)).to_tensor();
+  REQUIRE_FALSE(tw::dyn::last_fusion().fused);
+  tw::testing::require_close(gx, tw::cos(X) * X + tw::sin(X), 1e-14);
+  // strategy::batched and strategy::packets do not trace, nor does chunk_size.
+  tw::dyn::last_fusion() = {};
+  tw::dyn::last_fusion().refusal = "untouched";
+  tw::vmap(f, tw::strategy::packets)(X);
+  tw::vmap(f, tw::chunk_size(64))(X);
+  REQUIRE(tw::dyn::last_fusion().refusal == "untouched");
+}
+
+TEST_CASE("fused runtime vmap: errors in f are the batching rules' errors") {
+  const tensor<double> X = uniform({B, 3}, -1, 1, 15);
+  fn1 bad = [](value x) { return x + tw::narrow(x, 0, 0, 2); };  // [3] + [2]
+  std::string fused, batched;
+  try {
+    tw::vmap(bad)(X);
+  } catch (const tw::error& e) {
+    fused = e.what();
+  }
+  try {
+    tw::vmap(bad, tw::strategy::batched)(X);
+  } catch (const tw::error& e) {
+    batched = e.what();
+  }
+  REQUIRE_FALSE(fused.empty());
+  REQUIRE(fused == batched);
+  fn1 scalar = [](value x) { return x; };
+  REQUIRE_THROWS_AS(tw::vmap(tw::grad(scalar))(X), tw::error);  // grad of a [3] output
+}
