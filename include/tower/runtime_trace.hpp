@@ -9,7 +9,8 @@
 // (`static constexpr bool linear = true;`: sum, reshape, broadcast_to, movedim, permute, narrow):
 // those are probed with one-hot inputs at trace time, so an output element is an input
 // register (a data move costs nothing) or a sum of scaled ones. Any other op, or a value the
-// trace did not see made, stops the trace; vmap then runs as if it had not been traced.
+// trace did not see made, stops the trace (trace_stopped leaves f at once); vmap then runs as
+// if it had not been traced.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,6 +43,10 @@ inline constexpr bool is_linear_v = [] {
 
 namespace tower::runtime {
 
+/// Thrown out of f when the trace stops, so that f does not run to its end for nothing (not a
+/// tower::error: only the fused vmap catches it).
+struct trace_stopped {};
+
 class trace_recorder {
  public:
   /// Limits that keep a trace cheap: elements of one value, registers of the program.
@@ -63,6 +68,13 @@ class trace_recorder {
   template <class Op, std::size_t N>
   void record(const Op& op, const std::array<const dyn::value*, N>& args, const dyn::value& out) {
     if (!ok_) return;
+    record_op(op, args, out);
+    if (!ok_) throw trace_stopped{};
+  }
+
+ private:
+  template <class Op, std::size_t N>
+  void record_op(const Op& op, const std::array<const dyn::value*, N>& args, const dyn::value& out) {
     if (!here(out)) return stop(std::string("op '") + Op::name + "' gave a value the trace cannot follow");
     const shape_t s = out.shape();
     const std::int64_t n = numel(s);
@@ -106,6 +118,7 @@ class trace_recorder {
     remember(out, std::move(r));
   }
 
+ public:
   /// The registers of a value the trace made or was given; null when it has none.
   const std::vector<int>* registers(const dyn::value& v) const {
     if (!here(v)) return nullptr;

@@ -73,7 +73,9 @@ namespace tower {
 namespace strategy {
 /// The library chooses (see fused_vmap.hpp).
 struct automatic_t {};
-/// Run f once per example on plain values and stack the results.
+/// Run f once per example on plain values and stack the results. On the runtime path (a
+/// type-erased f): trace f once and run its per-example program on lanes of examples
+/// (runtime_fusion.hpp), as strategy::automatic does there.
 struct fused_t {};
 /// Run each op's batching rule on [B, ...] tensors.
 struct batched_t {};

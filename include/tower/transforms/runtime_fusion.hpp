@@ -112,6 +112,9 @@ std::optional<R> run_vmap_fused(const Call& call, const std::array<std::optional
     std::optional<Out> traced;
     try {
       traced.emplace(call(wrapped));
+    } catch (const runtime::trace_stopped&) {
+      refusal = rec->why();
+      return std::nullopt;
     } catch (const error& e) {
       refusal = std::string("the trace raised: ") + e.what();
       return std::nullopt;
