@@ -44,6 +44,7 @@ struct fusion_report {
   std::size_t traced_instructions = 0;  // scalar instructions the trace made
   std::size_t instructions = 0;       // those that run per block (after dead-code removal)
   std::size_t buffers = 0;            // lane buffers of a block
+  std::string listing;                // the instructions (fusion::program::listing)
 };
 inline fusion_report& last_fusion() {
   thread_local fusion_report r;
@@ -138,6 +139,7 @@ std::optional<R> run_vmap_fused(const Call& call, const std::array<std::optional
     report.traced_instructions = rec->program().instruction_count();
     report.instructions = rec->program().live_instruction_count();
     report.buffers = rec->program().buffer_count();
+    report.listing = rec->program().listing();
   }
   // The program over the whole batch.
   std::vector<tensor<double>> results;
