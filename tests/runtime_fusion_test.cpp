@@ -229,3 +229,26 @@ TEST_CASE("fused runtime vmap: errors in f are the batching rules' errors") {
   fn1 scalar = [](value x) { return x; };
   REQUIRE_THROWS_AS(tw::vmap(tw::grad(scalar))(X), tw::error);  // grad of a [3] output
 }
+
+TEST_CASE("fused runtime vmap: an output over 8 MB, written with streaming stores, is complete") {
+  constexpr std::int64_t n = std::int64_t{1} << 19;  // [n, 3] doubles out: 12 MiB
+  const tensor<double> X = uniform({n, 3}, 0.6, 1.4, 16);
+  fn1 energy = [](value r) {
+    auto s = 1.0 / tw::sum(r * r);
+    return s * s - s;
+  };
+  const tensor<double> G = tw::vmap(tw::grad(energy))(X).to_tensor();
+  REQUIRE(tw::dyn::last_fusion().fused);
+  REQUIRE(G.shape() == tw::shape_t{n, 3});
+  // dE/dr = (2 s - 1) ds/dr, ds/dr = -2 s^2 r: every element, the last block's too.
+  double worst = 0;
+  for (std::int64_t b = 0; b < n; ++b) {
+    const double* r = X.data() + 3 * b;
+    const double s = 1.0 / (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+    for (int k = 0; k < 3; ++k) {
+      const double want = (2 * s - 1) * (-2 * s * s * r[k]);
+      worst = std::max(worst, std::abs(G.data()[3 * b + k] - want) / std::max(1.0, std::abs(want)));
+    }
+  }
+  REQUIRE(worst < 1e-13);
+}
