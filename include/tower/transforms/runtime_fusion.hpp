@@ -33,7 +33,7 @@ namespace tower::dyn {
 namespace detail {
 /// Examples f runs on while it is traced, and the smallest batch worth tracing.
 inline constexpr std::int64_t trace_examples = 8;
-inline constexpr std::int64_t min_fused_batch = 64;
+inline constexpr std::int64_t min_fused_batch = 64;  // (the refusal below says 64)
 
 }  // namespace detail
 
@@ -56,10 +56,14 @@ inline fusion_report& last_fusion() {
 template <class R, class Call, std::size_t N>
 std::optional<R> run_vmap_fused(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
                                 const shape_t& out_dims, const std::array<value, N>& args, randomness_kind randomness) {
+  // The report is reset in place: its strings keep their storage, so that a vmap that does not
+  // fuse (batch size 1 in a loop) allocates nothing here.
   fusion_report& report = last_fusion();
-  report = fusion_report{};
+  report.fused = false;
+  report.traced_instructions = report.instructions = report.buffers = 0;
+  report.listing.clear();
   std::string& refusal = report.refusal;
-  refusal = "inside another transform, over wrapped values, or with random ops";
+  refusal.assign("inside another transform, over wrapped values, or with random ops");
   if (top_live_level() != 0 || randomness != randomness_kind::error) return std::nullopt;
   for (const value& a : args)
     if (!a.is_plain()) return std::nullopt;
@@ -69,7 +73,7 @@ std::optional<R> run_vmap_fused(const Call& call, const std::array<std::optional
     if (in_dims[i]) tower::detail::merge_batch_size(i, *in_dims[i], args[i].shape(), bs, first);
   tower::detail::require_batched(bs);
   if (bs < detail::min_fused_batch) {
-    refusal = "a batch of " + std::to_string(bs) + " examples";
+    refusal.assign("a batch of fewer than 64 examples");
     return std::nullopt;
   }
   // Batched arguments as [B, ...] tensors.
