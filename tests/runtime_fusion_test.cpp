@@ -149,6 +149,14 @@ TEST_CASE("fused runtime vmap: in_dims, out_dims, several outputs, captured valu
   tw::testing::require_close(std::get<0>(fused).to_tensor(), std::get<0>(batched).to_tensor(), 1e-15);
   tw::testing::require_close(std::get<1>(fused).to_tensor(), std::get<1>(batched).to_tensor(), 1e-15);
   REQUIRE(std::get<0>(fused).shape() == tw::shape_t{3, B});
+  // Outputs that are constants: f ignores x, and grad of a function that does not read it.
+  fn1 zeros = [](value x) { return tw::zeros_like(x) + 2.0; };
+  require_fused_matches("constant output", [&](auto st) { return tw::vmap(zeros, tw::in_dims(1), st)(X); });
+  fn1 flat = [W](value) { return tw::sum(value(W)); };
+  require_fused_matches("grad of a constant", [&](auto st) { return tw::vmap(tw::grad(flat), tw::in_dims(1), st)(X); });
+  // strategy::fused asks for the same.
+  tw::vmap(f, tw::in_dims(1), tw::strategy::fused)(X);
+  REQUIRE(tw::dyn::last_fusion().fused);
   // An output that is an argument, unchanged.
   fn1 id = [](value x) { return x; };
   require_fused_matches("identity", [&](auto st) { return tw::vmap(id, tw::in_dims(1), st)(X); });

@@ -10,6 +10,11 @@
 // instructions. When all of them could, the program runs over the whole batch, 128 examples at
 // a time, with every intermediate in L1; otherwise vmap runs the batching rules as usual.
 //
+//   std::function<tw::dyn::value(tw::dyn::value)> energy = [](tw::dyn::value r) { return 1.0 / tw::sum(r * r); };
+//   tw::dyn::value F = tw::vmap(tw::grad(energy))(R);             // R: [B, 3]; traced once, fused
+//   bool fused = tw::dyn::last_fusion().fused;                    // .refusal says why not
+//   tw::dyn::value G = tw::vmap(tw::grad(energy), tw::strategy::batched)(R);  // batching rules
+//
 // Used for a vmap with no live transform below it, over plain arguments, with randomness=error
 // and no chunk_size, and strategy::automatic or strategy::fused (strategy::batched and
 // strategy::packets run the batching rules). As with jax.jit, f runs once, for the trace; when
