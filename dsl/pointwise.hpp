@@ -13,6 +13,7 @@
 
 #include "dsl/shape_ops.hpp"
 #include "tower/kernels/shape.hpp"
+#include "tower/fused_program.hpp"
 #include "tower/kernels.hpp"
 #include "tower/op.hpp"
 
@@ -255,6 +256,15 @@ TOWER_BINARY_OP(atan2, std::atan2(x, y),  g * b / (a * a + b * b),  -(g * a) / (
                 (ta * b - tb * a) / (a * a + b * b))
 
 #undef TOWER_BINARY_OP
+
+// The arithmetic ops on numbers are the operators themselves: a fused runtime vmap may run two
+// of them in one pass (fused_program.hpp).
+namespace fusion {
+template <> inline constexpr arith arith_of<add_op> = arith::add;
+template <> inline constexpr arith arith_of<sub_op> = arith::sub;
+template <> inline constexpr arith arith_of<mul_op> = arith::mul;
+template <> inline constexpr arith arith_of<div_op> = arith::div;
+}  // namespace fusion
 
 namespace detail {
 /// div on scalar_duals with one division instead of two (its VJP divides again): out = a * (1/b),

@@ -260,3 +260,28 @@ TEST_CASE("fused runtime vmap: an output over 8 MB, written with streaming store
   }
   REQUIRE(worst < 1e-13);
 }
+
+TEST_CASE("fused runtime vmap: arithmetic pairs run in one pass and give the same bits") {
+  const tensor<double> X = uniform({B, 3}, 0.5, 2, 17), Y = uniform({B, 3}, 0.5, 2, 18);
+  // Every pair of +, -, *, / with the first result as left operand, right operand, or both.
+  fn2 f = [](value x, value y) {
+    value t = x * y;
+    return ((t + x) - (y / x)) * (x - y * y) / (x + y) + t * t + (x - y) / (y + x) * (x / y - x) + (t - y) * (x + t);
+  };
+  fn2 loss = [f](value x, value y) { return tw::sum(f(x, y)); };
+  for (int k = 0; k < 2; ++k) {
+    INFO((k ? "grad" : "values"));
+    const tensor<double> fused = (k ? tw::vmap(tw::grad(loss))(X, Y) : tw::vmap(f)(X, Y)).to_tensor();
+    const auto report = tw::dyn::last_fusion();
+    REQUIRE(report.fused);
+    INFO(report.listing);
+    REQUIRE(report.instructions < report.traced_instructions);  // pairs (and dropped code)
+    bool nested = false;  // a line like "r9 = mul(add(r3, r4), r5)"
+    for (const char* op : {"(add(", "(sub(", "(mul(", "(div(", ", add(", ", sub(", ", mul(", ", div("})
+      nested = nested || report.listing.find(op) != std::string::npos;
+    REQUIRE(nested);
+    const tensor<double> batched =
+        (k ? tw::vmap(tw::grad(loss), tw::strategy::batched)(X, Y) : tw::vmap(f, tw::strategy::batched)(X, Y)).to_tensor();
+    tw::testing::require_close(fused, batched, 0);  // ISO C++ does not contract a * b + c
+  }
+}

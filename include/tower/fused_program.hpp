@@ -91,6 +91,46 @@ struct times {
   double base(double a, double b) const { return a * b; }
 };
 
+/// The four arithmetic operations. An op that is one of them says so by specialising arith_of
+/// (dsl/pointwise.hpp): finish() then runs an instruction whose result only one later
+/// instruction reads inside that one, one pass over the lanes and one store fewer.
+enum class arith : unsigned char { none, add, sub, mul, div };
+template <class Op> inline constexpr arith arith_of = arith::none;
+template <> inline constexpr arith arith_of<plus> = arith::add;
+template <> inline constexpr arith arith_of<times> = arith::mul;
+
+template <arith A>
+inline double arith_apply(double x, double y) {
+  if constexpr (A == arith::add) return x + y;
+  else if constexpr (A == arith::sub) return x - y;
+  else if constexpr (A == arith::mul) return x * y;
+  else return x / y;
+}
+
+/// out = second(first(a, b), c) (Pos 0), second(c, first(a, b)) (Pos 1), or
+/// second(first(a, b), first(a, b)) (Pos 2: x + x, the two gradient terms of r * r).
+template <arith First, arith Second, int Pos>
+void run_pair(const void*, double* __restrict out, const double* const* in) {
+  const double* __restrict a = in[0];
+  const double* __restrict b = in[1];
+  const double* __restrict c = in[2];
+  for (std::int64_t k = 0; k < static_cast<std::int64_t>(block_lanes); ++k) {
+    const double t = arith_apply<First>(a[k], b[k]);
+    if constexpr (Pos == 0) out[k] = arith_apply<Second>(t, c[k]);
+    else if constexpr (Pos == 1) out[k] = arith_apply<Second>(c[k], t);
+    else out[k] = arith_apply<Second>(t, t);
+  }
+}
+
+/// The pair kernel for arithmetic operations first and second (not none).
+inline lane_kernel pair_kernel(arith first, arith second, int pos) {
+  static constexpr auto table = []<int... I>(std::integer_sequence<int, I...>) {
+    return std::array<lane_kernel, 48>{&run_pair<static_cast<arith>(I / 12 + 1), static_cast<arith>(I / 3 % 4 + 1), I % 3>...};
+  }(std::make_integer_sequence<int, 48>{});
+  const int i = (static_cast<int>(first) - 1) * 12 + (static_cast<int>(second) - 1) * 3 + pos;
+  return table[static_cast<std::size_t>(i)];
+}
+
 class program {
  public:
   /// The register of element `element` of argument `arg` (loaded per block from its tensor).
@@ -130,9 +170,14 @@ class program {
 
   template <class Op, std::size_t N>
   int emit(const std::shared_ptr<const Op>& op, const std::array<int, N>& in) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    const int r = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return emit(kernel_of<Op, N>(), op, {in[I]...}, std::is_empty_v<Op>, Op::name);
     }(std::make_index_sequence<N>{});
+    if constexpr (N == 2 && arith_of<Op> != arith::none) {
+      const reg& g = regs_[static_cast<std::size_t>(r)];
+      if (g.k == kind::computed) code_[static_cast<std::size_t>(g.def)].a = arith_of<Op>;
+    }
+    return r;
   }
 
   std::size_t instruction_count() const { return code_.size(); }
@@ -151,7 +196,14 @@ class program {
       return "r" + std::to_string(r);
     };
     for (const instruction& ins : live_) {
-      s += reg(ins.out) + " = " + ins.name + "(";
+      s += reg(ins.out) + " = ";
+      if (ins.second) {  // a pair: second(first(a, b), c) or second(c, first(a, b))
+        const std::string inner = std::string(ins.name) + "(" + reg(ins.in[0]) + ", " + reg(ins.in[1]) + ")";
+        const std::string other = ins.pos == 2 ? inner : reg(ins.in[2]);
+        s += std::string(ins.second) + "(" + (ins.pos == 1 ? other + ", " + inner : inner + ", " + other) + ")\n";
+        continue;
+      }
+      s += std::string(ins.name) + "(";
       for (int j = 0; j < ins.arity; ++j) s += (j ? ", " : "") + reg(ins.in[static_cast<std::size_t>(j)]);
       s += ")\n";
     }
@@ -173,15 +225,16 @@ class program {
       runs[i] = 1;
       for (int j = 0; j < ins.arity; ++j) needed[static_cast<std::size_t>(ins.in[static_cast<std::size_t>(j)])] = 1;
     }
+    std::vector<instruction> code = pair_up(code_, runs);
     // The last instruction reading each register; outputs and constants live to the end.
     constexpr int forever = 1 << 30;
     std::vector<int> last(regs_.size(), -1);
     live_.clear();
-    for (std::size_t i = 0; i < code_.size(); ++i) {
+    for (std::size_t i = 0; i < code.size(); ++i) {
       if (!runs[i]) continue;
       const int at = static_cast<int>(live_.size());
-      live_.push_back(code_[i]);
-      for (int j = 0; j < code_[i].arity; ++j) last[static_cast<std::size_t>(code_[i].in[static_cast<std::size_t>(j)])] = at;
+      live_.push_back(code[i]);
+      for (int j = 0; j < code[i].arity; ++j) last[static_cast<std::size_t>(code[i].in[static_cast<std::size_t>(j)])] = at;
     }
     for (const auto& o : outputs_)
       for (int r : o) last[static_cast<std::size_t>(r)] = forever;
@@ -360,6 +413,9 @@ class program {
     std::array<int, 3> in;
     int arity;
     const char* name;
+    arith a = arith::none;  // a two-operand arithmetic instruction
+    const char* second = nullptr;  // a pair: the second operation's name
+    int pos = 0;                    // a pair: which operand of the second the first gives
   };
   struct load {
     int buffer, arg;
@@ -384,6 +440,37 @@ class program {
     }
     ins.run(ins.op, lanes_out, in.data());
     return constant(lanes_out[0]);
+  }
+
+  /// Pairs of arithmetic instructions: a producer whose result only one later arithmetic
+  /// instruction reads (and no output) moves into that one. Its operands are registers made
+  /// before it, so they exist at the consumer too; liveness is computed afterwards.
+  std::vector<instruction> pair_up(std::vector<instruction> code, std::vector<char>& runs) const {
+    std::vector<int> uses(regs_.size(), 0);
+    for (std::size_t i = 0; i < code.size(); ++i)
+      if (runs[i])
+        for (int j = 0; j < code[i].arity; ++j) ++uses[static_cast<std::size_t>(code[i].in[static_cast<std::size_t>(j)])];
+    for (const auto& o : outputs_)
+      for (int r : o) uses[static_cast<std::size_t>(r)] += 2;
+    for (std::size_t j = 0; j < code.size(); ++j) {
+      instruction& c = code[j];
+      if (!runs[j] || c.a == arith::none || c.arity != 2) continue;
+      const bool square = c.in[0] == c.in[1];  // second(t, t): t is read twice, here only
+      for (int pos = 0; pos < 2; ++pos) {
+        const int r = c.in[static_cast<std::size_t>(pos)];
+        const reg& g = regs_[static_cast<std::size_t>(r)];
+        if (g.k != kind::computed || uses[static_cast<std::size_t>(r)] != (square ? 2 : 1)) continue;
+        const auto i = static_cast<std::size_t>(g.def);
+        const instruction& p = code[i];
+        if (!runs[i] || p.a == arith::none || p.arity != 2 || p.second) continue;
+        const int at = square ? 2 : pos;
+        c = instruction{pair_kernel(p.a, c.a, at), nullptr, c.out, {p.in[0], p.in[1], c.in[static_cast<std::size_t>(1 - pos)]}, 3,
+                        p.name, arith::none, c.name, at};
+        runs[i] = 0;
+        break;
+      }
+    }
+    return code;
   }
 
   std::vector<reg> regs_;
