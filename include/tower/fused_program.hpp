@@ -3,7 +3,7 @@
 // path's vmap compiles a traced function to (runtime_trace.hpp, transforms/runtime_fusion.hpp).
 //
 // Each element of each per-example value is a register. An instruction applies one elementwise
-// op's kernel on doubles to `lanes` examples at once (a register holds one number per example),
+// op's kernel on doubles to block_lanes examples at once (a register holds one number per example),
 // so a chain of ops runs on a few KiB that stay in L1, instead of writing batch-sized tensors
 // per op. Built once per vmap call:
 //
@@ -14,8 +14,9 @@
 //   p.run({X.data()}, {1}, B, {Y.data()});  // Y[b] = X[b] * 2 for b < B
 //
 // emit folds instructions whose inputs are all constants and reuses an earlier instruction with
-// the same stateless op and inputs; finish drops instructions no output needs and gives
-// registers lane buffers, reusing a buffer once its register is dead.
+// the same stateless op and inputs; finish drops instructions no output needs, runs an
+// arithmetic instruction inside the one arithmetic instruction that reads it (arith_of), and
+// gives registers lane buffers, reusing a buffer once its register is dead.
 #include <algorithm>
 #include <array>
 #include <cstddef>

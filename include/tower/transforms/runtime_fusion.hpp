@@ -7,7 +7,7 @@
 // 10x the fused loop). Here vmap runs f once, at its own level, on the first examples, with a
 // trace_recorder on its stack entry; every op that reaches the vmap's interpreter (f's own ops,
 // and those that grad's backward sweep or an inner transform lowers to it) becomes scalar
-// instructions. When all of them could, the program runs over the whole batch, 128 examples at
+// instructions. When all of them could, the program runs over the whole batch, 256 examples at
 // a time, with every intermediate in L1; otherwise vmap runs the batching rules as usual.
 //
 //   std::function<tw::dyn::value(tw::dyn::value)> energy = [](tw::dyn::value r) { return 1.0 / tw::sum(r * r); };
