@@ -22,7 +22,9 @@
 // Results equal the batching rules' up to the order of a sum's additions.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -40,6 +42,28 @@ namespace detail {
 inline constexpr std::int64_t trace_examples = 8;
 inline constexpr std::int64_t min_fused_batch = 64;  // (the refusal below says 64)
 
+/// The batch size that the batched arguments agree on; tower::error when they disagree or none
+/// is batched.
+template <std::size_t N>
+std::int64_t batch_size_of(const std::array<std::optional<std::int64_t>, N>& in_dims, const std::array<value, N>& args) {
+  std::int64_t bs = -1;
+  tower::detail::batch_origin first;
+  for (std::size_t i = 0; i < N; ++i)
+    if (in_dims[i]) tower::detail::merge_batch_size(i, *in_dims[i], args[i].shape(), bs, first);
+  tower::detail::require_batched(bs);
+  return bs;
+}
+
+/// x with its batch dim (in_dim, negative from the end) moved to the front.
+inline value batch_first(const value& x, std::int64_t in_dim) {
+  const std::int64_t d = in_dim < 0 ? in_dim + x.rank() : in_dim;
+  return d == 0 ? x : movedim(x, d, 0);
+}
+
+/// Where output k takes its batch dim: out_dims[k], or the one entry for all, or 0.
+inline std::int64_t out_dim_at(const shape_t& out_dims, std::size_t k) {
+  return out_dims.empty() ? 0 : out_dims.size() == 1 ? out_dims[0] : out_dims.at(k);
+}
 }  // namespace detail
 
 /// What the last runtime vmap that could fuse did, on this thread: for tests and tuning.
@@ -49,7 +73,10 @@ struct fusion_report {
   std::size_t traced_instructions = 0;  // scalar instructions the trace made
   std::size_t instructions = 0;       // those that run per block (after dead-code removal)
   std::size_t buffers = 0;            // lane buffers of a block
-  std::string listing;                // the instructions (fusion::program::listing)
+  std::shared_ptr<const fusion::program> program;  // what ran, when fused
+
+  /// The instructions, one per line (fusion::program::listing); built only when asked for.
+  std::string listing() const { return program ? program->listing() : std::string(); }
 };
 inline fusion_report& last_fusion() {
   thread_local fusion_report r;
@@ -66,17 +93,13 @@ std::optional<R> run_vmap_fused(const Call& call, const std::array<std::optional
   fusion_report& report = last_fusion();
   report.fused = false;
   report.traced_instructions = report.instructions = report.buffers = 0;
-  report.listing.clear();
+  report.program.reset();
   std::string& refusal = report.refusal;
   refusal.assign("inside another transform, over wrapped values, or with random ops");
   if (top_live_level() != 0 || randomness != randomness_kind::error) return std::nullopt;
   for (const value& a : args)
     if (!a.is_plain()) return std::nullopt;
-  std::int64_t bs = -1;
-  tower::detail::batch_origin first;
-  for (std::size_t i = 0; i < N; ++i)
-    if (in_dims[i]) tower::detail::merge_batch_size(i, *in_dims[i], args[i].shape(), bs, first);
-  tower::detail::require_batched(bs);
+  const std::int64_t bs = detail::batch_size_of(in_dims, args);
   if (bs < detail::min_fused_batch) {
     refusal.assign("a batch of fewer than 64 examples");
     return std::nullopt;
@@ -89,9 +112,7 @@ std::optional<R> run_vmap_fused(const Call& call, const std::array<std::optional
   std::vector<std::int64_t> numel(N, 0);
   for (std::size_t i = 0; i < N; ++i) {
     if (!in_dims[i]) continue;
-    const auto r = args[i].rank();
-    const std::int64_t d = *in_dims[i] < 0 ? *in_dims[i] + r : *in_dims[i];
-    moved[i] = d == 0 ? args[i] : movedim(args[i], d, 0);
+    moved[i] = detail::batch_first(args[i], *in_dims[i]);
     batched[i] = &moved[i].plain_ref(scratch[i]);  // no copy of the batch
     inputs[i] = batched[i]->data();
     numel[i] = batched[i]->numel() / bs;
@@ -145,10 +166,10 @@ std::optional<R> run_vmap_fused(const Call& call, const std::array<std::optional
       return std::nullopt;
     }
     rec->program().finish(std::move(outs));
-    report.traced_instructions = rec->program().instruction_count();
-    report.instructions = rec->program().live_instruction_count();
-    report.buffers = rec->program().buffer_count();
-    report.listing = rec->program().listing();
+    report.program = std::make_shared<const fusion::program>(std::move(rec->program()));
+    report.traced_instructions = report.program->instruction_count();
+    report.instructions = report.program->live_instruction_count();
+    report.buffers = report.program->buffer_count();
   }
   // The program over the whole batch.
   std::vector<tensor<double>> results;
@@ -161,12 +182,11 @@ std::optional<R> run_vmap_fused(const Call& call, const std::array<std::optional
     results.emplace_back(full, buffer<double>(static_cast<std::size_t>(n)));
     dst.push_back(results.back().data());
   }
-  rec->program().run(inputs, numel, bs, dst);
+  report.program->run(inputs, numel, bs, dst);
   refusal.clear();
   report.fused = true;
   auto place = [&](std::size_t k) {
-    const std::int64_t d0 = out_dims.empty() ? 0 : out_dims.size() == 1 ? out_dims[0] : out_dims.at(k);
-    const std::int64_t d = tensor<double>::normalize_dim(d0, results[k].dim());
+    const std::int64_t d = tensor<double>::normalize_dim(detail::out_dim_at(out_dims, k), results[k].dim());
     return d == 0 ? value(std::move(results[k])) : movedim(value(std::move(results[k])), 0, d);
   };
   if constexpr (std::is_same_v<R, value>) {

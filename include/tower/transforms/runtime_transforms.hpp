@@ -140,24 +140,13 @@ auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t
   interpreter_scope scope(transform_type::vmap, level);
   scope.entry().randomness = randomness;
   const std::uint64_t serial = scope.entry().serial;
-  std::int64_t bs = -1;
-  tower::detail::batch_origin first;
-  for (std::size_t i = 0; i < N; ++i)
-    if (in_dims[i]) tower::detail::merge_batch_size(i, *in_dims[i], args[i].shape(), bs, first);
-  tower::detail::require_batched(bs);
+  const std::int64_t bs = detail::batch_size_of(in_dims, args);
   scope.entry().batch_size = bs;
   std::array<value, N> wrapped;
-  for (std::size_t i = 0; i < N; ++i) {
-    if (!in_dims[i]) {
-      wrapped[i] = args[i];
-      continue;
-    }
-    const auto r = args[i].rank();
-    const std::int64_t d = *in_dims[i] < 0 ? *in_dims[i] + r : *in_dims[i];
-    wrapped[i] = wrap(transform_type::vmap, level, serial, d == 0 ? args[i] : movedim(args[i], d, 0));
-  }
+  for (std::size_t i = 0; i < N; ++i)
+    wrapped[i] = in_dims[i] ? wrap(transform_type::vmap, level, serial, detail::batch_first(args[i], *in_dims[i])) : args[i];
   auto r = call(wrapped);
-  auto out_dim = [&](std::size_t k) { return out_dims.empty() ? 0 : out_dims.size() == 1 ? out_dims[0] : out_dims.at(k); };
+  auto out_dim = [&](std::size_t k) { return detail::out_dim_at(out_dims, k); };
   if constexpr (std::is_same_v<decltype(r), value>) {
     return detail::unbatch(r, out_dim(0), bs, level, serial);
   } else {
@@ -177,11 +166,7 @@ auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>
   if (fuse)
     if (auto r = run_vmap_fused<R>(call, in_dims, out_dims, args, randomness)) return std::move(*r);
   if (chunk_size > 0) {
-    std::int64_t bs = -1;
-    tower::detail::batch_origin first;
-    for (std::size_t i = 0; i < N; ++i)
-      if (in_dims[i]) tower::detail::merge_batch_size(i, *in_dims[i], args[i].shape(), bs, first);
-    if (bs > chunk_size) {
+    if (const std::int64_t bs = detail::batch_size_of(in_dims, args); bs > chunk_size) {
       std::vector<R> parts;
       for (std::int64_t start = 0; start < bs; start += chunk_size) {
         std::array<value, N> slice = args;
@@ -192,7 +177,7 @@ auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>
       auto join = [&](auto get, std::size_t k) {
         std::vector<value> xs;
         for (const auto& p : parts) xs.push_back(get(p));
-        const std::int64_t d = out_dims.empty() ? 0 : out_dims.size() == 1 ? out_dims[0] : out_dims.at(k);
+        const std::int64_t d = detail::out_dim_at(out_dims, k);
         const auto r = static_cast<std::int64_t>(xs.front().shape().size());
         return cat(xs, d < 0 ? d + r : d);
       };
