@@ -264,6 +264,7 @@ template <> inline constexpr arith arith_of<add_op> = arith::add;
 template <> inline constexpr arith arith_of<sub_op> = arith::sub;
 template <> inline constexpr arith arith_of<mul_op> = arith::mul;
 template <> inline constexpr arith arith_of<div_op> = arith::div;
+template <> inline constexpr arith arith_of<neg_op> = arith::neg;
 }  // namespace fusion
 
 namespace detail {

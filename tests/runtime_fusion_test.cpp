@@ -4,7 +4,9 @@
 // (strategy::batched, the same binary) on a batch that is not a whole number of blocks; ops with
 // no fused form, small batches and inner vmaps must fall back and still give those values.
 // Only the runtime path is instantiated, to keep this file quick to compile.
+#include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -263,10 +265,12 @@ TEST_CASE("fused runtime vmap: an output over 8 MB, written with streaming store
 
 TEST_CASE("fused runtime vmap: arithmetic pairs run in one pass and give the same bits") {
   const tensor<double> X = uniform({B, 3}, 0.5, 2, 17), Y = uniform({B, 3}, 0.5, 2, 18);
-  // Every pair of +, -, *, / with the first result as left operand, right operand, or both.
+  // Every pair of +, -, *, / with the first result as left operand, right operand, or both;
+  // negation of a result and of an operand.
   fn2 f = [](value x, value y) {
     value t = x * y;
-    return ((t + x) - (y / x)) * (x - y * y) / (x + y) + t * t + (x - y) / (y + x) * (x / y - x) + (t - y) * (x + t);
+    return ((t + x) - (y / x)) * (x - y * y) / (x + y) + t * t + (x - y) / (y + x) * (x / y - x) + (t - y) * (x + t) +
+           (-(y - 2.0) + (-x) * y - (-(-t)));
   };
   fn2 loss = [f](value x, value y) { return tw::sum(f(x, y)); };
   for (int k = 0; k < 2; ++k) {
@@ -277,10 +281,12 @@ TEST_CASE("fused runtime vmap: arithmetic pairs run in one pass and give the sam
     const std::string listing = report.listing();
     INFO(listing);
     REQUIRE(report.instructions < report.traced_instructions);  // pairs (and dropped code)
-    bool nested = false;  // a line like "r9 = mul(add(r3, r4), r5)"
-    for (const char* op : {"(add(", "(sub(", "(mul(", "(div(", ", add(", ", sub(", ", mul(", ", div("})
-      nested = nested || listing.find(op) != std::string::npos;
-    REQUIRE(nested);
+    auto has_any = [&](std::initializer_list<const char*> texts) {
+      return std::any_of(texts.begin(), texts.end(), [&](const char* t) { return listing.find(t) != std::string::npos; });
+    };
+    REQUIRE(has_any({"(add(", "(sub(", "(mul(", "(div(", ", add(", ", sub(", ", mul(", ", div("}));  // "r9 = mul(add(r3, r4), r5)"
+    REQUIRE(has_any({"neg(add(", "neg(sub(", "neg(mul(", "neg(div("}));  // a negated result
+    REQUIRE(has_any({"add(neg(", "sub(neg(", "mul(neg(", "div(neg(", ", neg("}));  // a negated operand
     const tensor<double> batched =
         (k ? tw::vmap(tw::grad(loss), tw::strategy::batched)(X, Y) : tw::vmap(f, tw::strategy::batched)(X, Y)).to_tensor();
     tw::testing::require_close(fused, batched, 0);  // ISO C++ does not contract a * b + c

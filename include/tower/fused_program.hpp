@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "tower/error.hpp"
+#include "tower/kernels/rows_lanes.hpp"
 #include "tower/kernels/vector_math.hpp"
 
 #if defined(__x86_64__)
@@ -92,32 +93,51 @@ struct times {
   double base(double a, double b) const { return a * b; }
 };
 
-/// The four arithmetic operations. An op that is one of them says so by specialising arith_of
-/// (dsl/pointwise.hpp): finish() then runs an instruction whose result only one later
-/// instruction reads inside that one, one pass over the lanes and one store fewer.
-enum class arith : unsigned char { none, add, sub, mul, div };
+#if defined(__GNUC__) && !defined(__clang__)
+#define TOWER_NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define TOWER_NO_FP_CONTRACT
+#endif
+
+/// The arithmetic operations: four binary, one unary. An op that is one of them says so by
+/// specialising arith_of (dsl/pointwise.hpp): finish() then runs an instruction whose result
+/// only one later instruction reads inside that one, one pass over the lanes and one store fewer.
+enum class arith : unsigned char { none, add, sub, mul, div, neg };
 template <class Op> inline constexpr arith arith_of = arith::none;
 template <> inline constexpr arith arith_of<plus> = arith::add;
 template <> inline constexpr arith arith_of<times> = arith::mul;
+
+/// How many operands the operation takes.
+constexpr int arity_of(arith a) { return a == arith::neg ? 1 : 2; }
 
 template <arith A>
 inline double arith_apply(double x, double y) {
   if constexpr (A == arith::add) return x + y;
   else if constexpr (A == arith::sub) return x - y;
   else if constexpr (A == arith::mul) return x * y;
-  else return x / y;
+  else if constexpr (A == arith::div) return x / y;
+  else return -x;
 }
 
-/// out = second(first(a, b), c) (Pos 0), second(c, first(a, b)) (Pos 1), or
-/// second(first(a, b), first(a, b)) (Pos 2: x + x, the two gradient terms of r * r).
+/// out = second(t, c) (Pos 0), second(c, t) (Pos 1) or second(t, t) (Pos 2: x + x, the two
+/// gradient terms of r * r), t = first(a, b); a unary first or second takes one operand (-a,
+/// -t). The operands come in that order: a, b if first is binary, c if second reads one.
+///
+/// Never contracted to a fused multiply-add (g++ contracts by default, even in ISO C++ mode,
+/// when the target has FMA): the pair gives the bits of the two ops run one after the other.
 template <arith First, arith Second, int Pos>
-void run_pair(const void*, double* __restrict out, const double* const* in) {
+TOWER_NO_FP_CONTRACT void run_pair(const void*, double* __restrict out, const double* const* in) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  constexpr int first_operands = arity_of(First);
   const double* __restrict a = in[0];
-  const double* __restrict b = in[1];
-  const double* __restrict c = in[2];
+  const double* __restrict b = first_operands == 2 ? in[1] : a;
+  const double* __restrict c = arity_of(Second) == 2 && Pos != 2 ? in[first_operands] : a;
   for (std::int64_t k = 0; k < static_cast<std::int64_t>(block_lanes); ++k) {
     const double t = arith_apply<First>(a[k], b[k]);
-    if constexpr (Pos == 0) out[k] = arith_apply<Second>(t, c[k]);
+    if constexpr (arity_of(Second) == 1) out[k] = arith_apply<Second>(t, t);
+    else if constexpr (Pos == 0) out[k] = arith_apply<Second>(t, c[k]);
     else if constexpr (Pos == 1) out[k] = arith_apply<Second>(c[k], t);
     else out[k] = arith_apply<Second>(t, t);
   }
@@ -125,10 +145,12 @@ void run_pair(const void*, double* __restrict out, const double* const* in) {
 
 /// The pair kernel for arithmetic operations first and second (not none).
 inline lane_kernel pair_kernel(arith first, arith second, int pos) {
+  constexpr int ops = static_cast<int>(arith::neg);
   static constexpr auto table = []<int... I>(std::integer_sequence<int, I...>) {
-    return std::array<lane_kernel, 48>{&run_pair<static_cast<arith>(I / 12 + 1), static_cast<arith>(I / 3 % 4 + 1), I % 3>...};
-  }(std::make_integer_sequence<int, 48>{});
-  const int i = (static_cast<int>(first) - 1) * 12 + (static_cast<int>(second) - 1) * 3 + pos;
+    return std::array<lane_kernel, ops * ops * 3>{
+        &run_pair<static_cast<arith>(I / (3 * ops) + 1), static_cast<arith>(I / 3 % ops + 1), I % 3>...};
+  }(std::make_integer_sequence<int, ops * ops * 3>{});
+  const int i = (static_cast<int>(first) - 1) * 3 * ops + (static_cast<int>(second) - 1) * 3 + pos;
   return table[static_cast<std::size_t>(i)];
 }
 
@@ -174,7 +196,8 @@ class program {
     const int r = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return emit(kernel_of<Op, N>(), op, {in[I]...}, std::is_empty_v<Op>, Op::name);
     }(std::make_index_sequence<N>{});
-    if constexpr (N == 2 && arith_of<Op> != arith::none) {
+    if constexpr (arith_of<Op> != arith::none) {
+      static_assert(arity_of(arith_of<Op>) == static_cast<int>(N), "fusion: arith_of gives an operation of another arity");
       const reg& g = regs_[static_cast<std::size_t>(r)];
       if (g.k == kind::computed) code_[static_cast<std::size_t>(g.def)].a = arith_of<Op>;
     }
@@ -198,10 +221,14 @@ class program {
     };
     for (const instruction& ins : live_) {
       s += reg(ins.out) + " = ";
-      if (ins.second) {  // a pair: second(first(a, b), c) or second(c, first(a, b))
-        const std::string inner = std::string(ins.name) + "(" + reg(ins.in[0]) + ", " + reg(ins.in[1]) + ")";
-        const std::string other = ins.pos == 2 ? inner : reg(ins.in[2]);
-        s += std::string(ins.second) + "(" + (ins.pos == 1 ? other + ", " + inner : inner + ", " + other) + ")\n";
+      if (ins.second) {  // a pair: second(first(a, b), c), second(c, first(a, b)), -first(a, b) ...
+        std::string inner = std::string(ins.name) + "(" + reg(ins.in[0]);
+        if (ins.split == 2) inner += ", " + reg(ins.in[1]);
+        inner += ")";
+        const std::string other = ins.arity > ins.split ? reg(ins.in[static_cast<std::size_t>(ins.split)]) : inner;
+        std::string args = ins.pos == 1 ? other + ", " + inner : inner + ", " + other;
+        if (ins.second_arity == 1) args = inner;
+        s += std::string(ins.second) + "(" + args + ")\n";
         continue;
       }
       s += std::string(ins.name) + "(";
@@ -288,26 +315,36 @@ class program {
     while (reinterpret_cast<std::uintptr_t>(base) % 64 != 0) ++base;  // whole packets per buffer
     auto buf = [&](int b) { return base + static_cast<std::size_t>(b) * pitch; };
     for (const auto& [b, v] : constant_buffers_) std::fill_n(buf(b), K, v);
-    // Operand pointers, fixed for the whole run.
-    std::vector<std::array<const double*, 3>> operands(live_.size());
-    for (std::size_t i = 0; i < live_.size(); ++i)
-      for (int j = 0; j < live_[i].arity; ++j)
-        operands[i][static_cast<std::size_t>(j)] = buf(buffer_of_[static_cast<std::size_t>(live_[i].in[static_cast<std::size_t>(j)])]);
+    // Each instruction's kernel and buffers, fixed for the whole run.
+    struct step {
+      lane_kernel run;
+      const void* op;
+      double* out;
+      std::array<const double*, 3> in;
+    };
+    std::vector<step> steps;
+    for (const instruction& ins : live_) {
+      step& st = steps.emplace_back(step{ins.run, ins.op, buf(buffer_of_[static_cast<std::size_t>(ins.out)]), {}});
+      for (int j = 0; j < ins.arity; ++j) st.in[static_cast<std::size_t>(j)] = buf(buffer_of_[static_cast<std::size_t>(ins.in[static_cast<std::size_t>(j)])]);
+    }
     // Per argument, the buffers its elements load into; per output, the buffers it stores from.
     std::vector<std::vector<std::pair<double*, std::int64_t>>> loads(inputs.size());
     for (const auto& [b, arg, element] : loads_) loads[static_cast<std::size_t>(arg)].push_back({buf(b), element});
     std::vector<std::vector<const double*>> stores(outputs_.size());
     for (std::size_t o = 0; o < outputs_.size(); ++o)
       for (int r : outputs_[o]) stores[o].push_back(buf(buffer_of_[static_cast<std::size_t>(r)]));
-    std::vector<const char*> ahead;
     // Outputs larger than the caches are written with streaming stores (on Lennard-Jones at
     // 2^20 examples, 24 MB of output: 10-20% less time).
-    std::int64_t out_numbers = 0;
+    std::int64_t out_numbers = 0, in_numbers = 0;
     for (const auto& o : outputs_) out_numbers += static_cast<std::int64_t>(o.size()) * batch;
+    for (std::size_t a = 0; a < loads.size(); ++a) in_numbers += loads[a].empty() ? 0 : numel[a] * batch;
     const bool stream = out_numbers * 8 >= (std::int64_t{8} << 20);
+    // Data past the L2 cache: the next block's lines are fetched while this one computes (in L2
+    // already, fetching them only costs: 10% of Lennard-Jones at 4096 examples).
+    const bool fetch_ahead = (in_numbers + out_numbers) * 8 >= (std::int64_t{1} << 20);
+    line_walk ahead;
     for (std::int64_t start = 0; start < batch; start += static_cast<std::int64_t>(K)) {
       const auto n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(K), batch - start));
-      // A row (one example) at a time: both sides walk memory in order.
       for (std::size_t a = 0; a < loads.size(); ++a) {
         if (loads[a].empty()) continue;
         const std::int64_t stride = numel[a];
@@ -321,18 +358,17 @@ class program {
       // while this block computes (in one burst they stall; unaided, memory idles during the
       // instructions and the loads and stores of a block wait on it).
       ahead.clear();
-      if (const std::int64_t next = start + static_cast<std::int64_t>(K); next < batch) {
+      if (const std::int64_t next = start + static_cast<std::int64_t>(K); fetch_ahead && next < batch) {
         const std::int64_t m = std::min<std::int64_t>(static_cast<std::int64_t>(K), batch - next);
         for (std::size_t a = 0; a < loads.size(); ++a)
-          if (!loads[a].empty()) lines(inputs[a] + next * numel[a], m * numel[a], ahead);
+          if (!loads[a].empty()) ahead.add(inputs[a] + next * numel[a], m * numel[a]);
         for (std::size_t o = 0; o < stores.size() && !stream; ++o)
-          lines(outputs[o] + next * static_cast<std::int64_t>(stores[o].size()), m * static_cast<std::int64_t>(stores[o].size()), ahead);
+          ahead.add(outputs[o] + next * static_cast<std::int64_t>(stores[o].size()), m * static_cast<std::int64_t>(stores[o].size()));
       }
-      const std::size_t per = live_.empty() ? 0 : (ahead.size() + live_.size() - 1) / live_.size();
-      std::size_t fetched = 0;
-      for (std::size_t i = 0; i < live_.size(); ++i) {
-        for (std::size_t j = 0; j < per && fetched < ahead.size(); ++j, ++fetched) __builtin_prefetch(ahead[fetched], 0);
-        live_[i].run(live_[i].op, buf(buffer_of_[static_cast<std::size_t>(live_[i].out)]), operands[i].data());
+      const std::size_t per = steps.empty() ? 0 : (ahead.lines() + steps.size() - 1) / steps.size();
+      for (const step& st : steps) {
+        ahead.fetch(per);
+        st.run(st.op, st.out, st.in.data());
       }
       for (std::size_t o = 0; o < stores.size(); ++o) {
         const auto& from = stores[o];
@@ -349,46 +385,54 @@ class program {
   }
 
  private:
-  /// The cache lines of n numbers from p.
-  static void lines(const double* p, std::int64_t n, std::vector<const char*>& out) {
-    const char* c = reinterpret_cast<const char*>(p);
-    const char* end = reinterpret_cast<const char*>(p + n);
-    for (c -= reinterpret_cast<std::uintptr_t>(c) % 64; c < end; c += 64) out.push_back(c);
-  }
+  /// Memory ranges to prefetch, a few cache lines at a time.
+  class line_walk {
+   public:
+    void clear() {
+      ranges_.clear();
+      at_ = 0;
+      lines_ = 0;
+    }
+    /// The cache lines of n numbers from p.
+    void add(const double* p, std::int64_t n) {
+      const char* c = reinterpret_cast<const char*>(p);
+      const char* end = reinterpret_cast<const char*>(p + n);
+      c -= reinterpret_cast<std::uintptr_t>(c) % 64;
+      if (c >= end) return;
+      if (ranges_.empty()) next_ = c;
+      ranges_.push_back({c, end});
+      lines_ += static_cast<std::size_t>(end - c + 63) / 64;
+    }
+    std::size_t lines() const { return lines_; }
+    /// Prefetches the next `count` lines (fewer at the end).
+    void fetch(std::size_t count) {
+      for (; count > 0 && at_ < ranges_.size(); --count) {
+        __builtin_prefetch(next_, 0);
+        next_ += 64;
+        if (next_ >= ranges_[at_].second && ++at_ < ranges_.size()) next_ = ranges_[at_].first;
+      }
+    }
+
+   private:
+    std::vector<std::pair<const char*, const char*>> ranges_;
+    std::size_t at_ = 0, lines_ = 0;
+    const char* next_ = nullptr;
+  };
 
   /// Rows of up to 8 numbers, all loaded, to lanes (and back) with the row width known to the
-  /// compiler: the common case, a few times faster than the general loops. False: not that case.
+  /// compiler: the common case, shuffled in packets (kernels/rows_lanes.hpp). False: not that case.
   static bool rows_to_lanes(const double* src, std::int64_t stride, const std::vector<std::pair<double*, std::int64_t>>& to,
                             std::size_t n) {
     if (static_cast<std::int64_t>(to.size()) != stride || stride > 8) return false;
     for (std::size_t e = 0; e < to.size(); ++e)
       if (to[e].second != static_cast<std::int64_t>(e)) return false;
-    return with_width(stride, [&]<int W>() {
-      double* dst[W];
-      for (int e = 0; e < W; ++e) dst[e] = to[static_cast<std::size_t>(e)].first;
-      for (std::size_t k = 0; k < n; ++k, src += W)
-        for (int e = 0; e < W; ++e) dst[e][k] = src[e];
-    });
+    std::array<double*, 8> dst{};
+    for (std::size_t e = 0; e < to.size(); ++e) dst[e] = to[e].first;
+    return with_width(stride, [&]<int W>() { kernels::rows_to_lanes<W>(src, dst.data(), n); });
   }
   static bool lanes_to_rows(const std::vector<const double*>& from, double* dst, std::size_t n, bool stream) {
     if (from.size() > 8) return false;
-    return with_width(static_cast<std::int64_t>(from.size()), [&]<int W>() {
-      const double* src[W];
-      for (int e = 0; e < W; ++e) src[e] = from[static_cast<std::size_t>(e)];
-#if defined(__x86_64__)
-      if (stream) {  // past the caches: no read of each line before it is written
-        for (std::size_t k = 0; k < n; ++k, dst += W)
-          for (int e = 0; e < W; ++e) {
-            long long bits;
-            std::memcpy(&bits, &src[e][k], sizeof bits);
-            _mm_stream_si64(reinterpret_cast<long long*>(dst + e), bits);
-          }
-        return;
-      }
-#endif
-      for (std::size_t k = 0; k < n; ++k, dst += W)
-        for (int e = 0; e < W; ++e) dst[e] = src[e][k];
-    });
+    return with_width(static_cast<std::int64_t>(from.size()), [&]<int W>() { kernels::lanes_to_rows<W>(from.data(), dst, n, stream); });
   }
   /// body.template operator()<W>() for W = w in [1, 8].
   template <class Body>
@@ -416,6 +460,8 @@ class program {
     arith a = arith::none;  // a two-operand arithmetic instruction
     const char* second = nullptr;  // a pair: the second operation's name
     int pos = 0;                    // a pair: which operand of the second the first gives
+    int split = 0;                  // a pair: how many operands the first takes
+    int second_arity = 0;           // a pair: how many operands the second takes
   };
   struct load {
     int buffer, arg;
@@ -454,18 +500,22 @@ class program {
       for (int r : o) uses[static_cast<std::size_t>(r)] += 2;
     for (std::size_t j = 0; j < code.size(); ++j) {
       instruction& c = code[j];
-      if (!runs[j] || c.a == arith::none || c.arity != 2) continue;
-      const bool square = c.in[0] == c.in[1];  // second(t, t): t is read twice, here only
-      for (int pos = 0; pos < 2; ++pos) {
+      if (!runs[j] || c.a == arith::none) continue;
+      const int second_arity = arity_of(c.a);
+      const bool square = second_arity == 2 && c.in[0] == c.in[1];  // second(t, t): t is read twice, here only
+      for (int pos = 0; pos < second_arity; ++pos) {
         const int r = c.in[static_cast<std::size_t>(pos)];
         const reg& g = regs_[static_cast<std::size_t>(r)];
         if (g.k != kind::computed || uses[static_cast<std::size_t>(r)] != (square ? 2 : 1)) continue;
         const auto i = static_cast<std::size_t>(g.def);
         const instruction& p = code[i];
-        if (!runs[i] || p.a == arith::none || p.arity != 2 || p.second) continue;
+        if (!runs[i] || p.a == arith::none || p.second) continue;
         const int at = square ? 2 : pos;
-        c = instruction{pair_kernel(p.a, c.a, at), nullptr, c.out, {p.in[0], p.in[1], c.in[static_cast<std::size_t>(1 - pos)]}, 3,
-                        p.name, arith::none, c.name, at};
+        instruction pair{pair_kernel(p.a, c.a, at), nullptr, c.out, {p.in[0], -1, -1}, 1, p.name, arith::none, c.name, at,
+                         arity_of(p.a), second_arity};
+        if (pair.split == 2) pair.in[static_cast<std::size_t>(pair.arity++)] = p.in[1];
+        if (second_arity == 2 && !square) pair.in[static_cast<std::size_t>(pair.arity++)] = c.in[static_cast<std::size_t>(1 - pos)];
+        c = pair;
         runs[i] = 0;
         break;
       }
