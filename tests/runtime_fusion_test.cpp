@@ -5,8 +5,11 @@
 // no fused form, small batches and inner vmaps must fall back and still give those values.
 // Only the runtime path is instantiated, to keep this file quick to compile.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <initializer_list>
+#include <limits>
+#include <utility>
 #include <random>
 #include <string>
 #include <vector>
@@ -291,4 +294,40 @@ TEST_CASE("fused runtime vmap: arithmetic pairs run in one pass and give the sam
         (k ? tw::vmap(tw::grad(loss), tw::strategy::batched)(X, Y) : tw::vmap(f, tw::strategy::batched)(X, Y)).to_tensor();
     tw::testing::require_close(fused, batched, 0);  // ISO C++ does not contract a * b + c
   }
+}
+
+TEST_CASE("fused runtime vmap: arithmetic that returns an operand exactly emits nothing") {
+  const tensor<double> X = uniform({B, 3}, -2, 2, 19);
+  // x * 1, 1 * x, x / 1, x + -0, -0 + x, x - 0 and -(-x) are x bit for bit, -0 and infinities included.
+  fn1 same = [](value x) { return -(-((1.0 * ((x * 1.0) / 1.0) + (-0.0)) - 0.0)) + -0.0; };
+  tensor<double> S = uniform({B, 3}, -2, 2, 19);
+  S.data()[0] = -0.0;
+  S.data()[1] = std::numeric_limits<double>::infinity();
+  S.data()[2] = -std::numeric_limits<double>::infinity();
+  const tensor<double> Y = tw::vmap(same)(S).to_tensor();
+  const auto report = tw::dyn::last_fusion();
+  REQUIRE(report.fused);
+  REQUIRE(report.instructions == 0);  // the output is the input's register
+  for (std::int64_t i = 0; i < S.numel(); ++i) REQUIRE(std::signbit(Y.data()[i]) == std::signbit(S.data()[i]));
+  tw::testing::require_close(Y, S, 0);
+  // Not identities: x + 0 (-0 + 0 is +0), x * -1, x - -0 (-0 - -0 is +0), 2 * x; each stays an instruction per element.
+  for (const auto& [name, f] : std::vector<std::pair<std::string, fn1>>{{"x + 0", [](value x) { return x + 0.0; }},
+                                                                        {"x * -1", [](value x) { return x * -1.0; }},
+                                                                        {"x - -0", [](value x) { return x - -0.0; }},
+                                                                        {"2 * x", [](value x) { return 2.0 * x; }}}) {
+    INFO(name);
+    const tensor<double> fused = tw::vmap(f)(S).to_tensor();
+    REQUIRE(tw::dyn::last_fusion().instructions == 3);  // one per element
+    const tensor<double> batched = tw::vmap(f, tw::strategy::batched)(S).to_tensor();
+    for (std::int64_t i = 0; i < S.numel(); ++i) REQUIRE(std::signbit(fused.data()[i]) == std::signbit(batched.data()[i]));
+    tw::testing::require_close(fused, batched, 0);
+  }
+  // Hessians by jacfwd(jacrev): the one-hot tangents' products by 1 are gone, the values stay.
+  fn1 f = [](value x) { return tw::log(1.0 + tw::sum(x * x)) + tw::sum(tw::sin(x)); };
+  const tensor<double> H = tw::vmap(tw::hessian(f))(X).to_tensor();
+  const std::string listing = tw::dyn::last_fusion().listing();
+  INFO(listing);
+  REQUIRE(listing.find("mul(c1.000000") == std::string::npos);  // 1 * t
+  REQUIRE(listing.find("c1.000000)") == std::string::npos);     // t * 1
+  tw::testing::require_close(H, tw::vmap(tw::hessian(f), tw::strategy::batched)(X).to_tensor(), 1e-14);
 }

@@ -191,8 +191,13 @@ class program {
     return ins.out;
   }
 
+  /// An elementwise Op of N registers. Arithmetic whose result is exactly an operand (x * 1,
+  /// 1 * x, x / 1, x + -0, -0 + x, x - 0, -(-x)) gives that operand's register: jacfwd's one-hot
+  /// seeds leave many of them in Hessian programs.
   template <class Op, std::size_t N>
   int emit(const std::shared_ptr<const Op>& op, const std::array<int, N>& in) {
+    if constexpr (arith_of<Op> != arith::none)
+      if (const int same = identity<arith_of<Op>>(in.data()); same >= 0) return same;
     const int r = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return emit(kernel_of<Op, N>(), op, {in[I]...}, std::is_empty_v<Op>, Op::name);
     }(std::make_index_sequence<N>{});
@@ -473,6 +478,27 @@ class program {
     std::uint64_t b;
     std::memcpy(&b, &v, sizeof b);
     return b;
+  }
+
+  /// The operand register that A(in...) equals bit for bit, or -1.
+  template <arith A>
+  int identity(const int* in) const {
+    auto is = [&](int r, double v) { return is_constant(r) && bits(constant_value(r)) == bits(v); };
+    if constexpr (A == arith::mul) {
+      if (is(in[1], 1.0)) return in[0];
+      if (is(in[0], 1.0)) return in[1];
+    } else if constexpr (A == arith::div) {
+      if (is(in[1], 1.0)) return in[0];
+    } else if constexpr (A == arith::add) {
+      if (is(in[1], -0.0)) return in[0];
+      if (is(in[0], -0.0)) return in[1];
+    } else if constexpr (A == arith::sub) {
+      if (is(in[1], 0.0)) return in[0];
+    } else if constexpr (A == arith::neg) {
+      const reg& g = regs_[static_cast<std::size_t>(in[0])];
+      if (g.k == kind::computed && code_[static_cast<std::size_t>(g.def)].a == arith::neg) return code_[static_cast<std::size_t>(g.def)].in[0];
+    }
+    return -1;
   }
 
   /// An instruction on constants: its value now, by the same kernel on a packet of lanes.
