@@ -13,10 +13,11 @@
 //   p.finish({{y}});                      // one output of one element
 //   p.run({X.data()}, {1}, B, {Y.data()});  // Y[b] = X[b] * 2 for b < B
 //
-// emit folds instructions whose inputs are all constants and reuses an earlier instruction with
-// the same stateless op and inputs; finish drops instructions no output needs, runs an
-// arithmetic instruction inside the one arithmetic instruction that reads it (arith_of), and
-// gives registers lane buffers, reusing a buffer once its register is dead.
+// emit folds instructions whose inputs are all constants, gives x * 1, x / 1, x + -0, x - 0 and
+// -(-x) as x, and reuses an earlier instruction with the same stateless op and inputs; finish
+// drops instructions no output needs, runs an arithmetic instruction inside the one arithmetic
+// instruction that reads it (arith_of), and gives registers lane buffers, reusing a buffer once
+// its register is dead. Rows go to lanes and back in packets (kernels/rows_lanes.hpp).
 #include <algorithm>
 #include <array>
 #include <cstddef>
