@@ -355,3 +355,6 @@ template <operand X> auto index_select(const X& x, std::int64_t dim, const shape
 }
 
 }  // namespace tower
+
+// prod's derivative (declared in reduce.hpp), built of the ops above.
+#include "dsl/products.hpp"

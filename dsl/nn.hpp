@@ -3,6 +3,7 @@
 // cross_entropy, binary_cross_entropy_with_logits. Each is a composition of primitives, so every
 // transform's rule follows from theirs.
 #include <cstdint>
+#include <limits>
 
 #include "dsl/layout.hpp"
 #include "dsl/pointwise.hpp"
@@ -11,8 +12,12 @@
 
 namespace tower {
 
-/// log(softmax(x)) along dim, computed stably (x - logsumexp).
-template <operand X> auto log_softmax(const X& x, std::int64_t dim = -1) { return x - logsumexp(x, dim, true); }
+/// log(softmax(x)) along dim, computed stably (x - logsumexp). As torch's, a row with a +inf
+/// element is all NaN (+inf - +inf, and the other elements' -inf with it).
+template <operand X> auto log_softmax(const X& x, std::int64_t dim = -1) {
+  auto lse = logsumexp(x, dim, true);
+  return x - where(eq(lse, std::numeric_limits<double>::infinity()), std::numeric_limits<double>::quiet_NaN(), lse);
+}
 
 /// exp(x) / sum(exp(x)) along dim.
 template <operand X> auto softmax(const X& x, std::int64_t dim = -1) { return exp(log_softmax(x, dim)); }

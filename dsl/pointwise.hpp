@@ -144,7 +144,7 @@ TOWER_MATH_OP_D(acos,       /* libmvec */                          -rsqrt(1.0 - 
 TOWER_MATH_OP_D(atan,       /* libmvec */                          reciprocal(x * x + 1.0))
 TOWER_UNARY_OP_D(sigmoid,   1 / (1 + std::exp(-v)),                out * (1.0 - out))
 TOWER_UNARY_OP_D(softplus,  v > 20 ? v : std::log1p(std::exp(v)),  sigmoid(x))
-TOWER_UNARY_OP_D(relu,      v > 0 ? v : 0,                         gt(x, 0.0))
+TOWER_UNARY_OP_D(relu,      v <= 0 ? 0 : v, /* NaN stays NaN */    gt(x, 0.0))
 TOWER_MATH_OP_D(erf,        /* libmvec */                          exp(-(x * x)) * 1.1283791670955126)
 TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
 
@@ -237,8 +237,9 @@ auto diagonal_product(const A& a, const B& b) {
 namespace detail {
 /// log(a) where a > 0 and 0 elsewhere, with a finite derivative everywhere (pow's b-derivative).
 template <class A> auto log_where_positive(const A& a) { return log(where(gt(a, 0.0), a, 1.0)); }
-/// Where the maximum's gradient goes: all of it to the larger argument, half each on ties.
-template <class A, class B> auto max_share(const A& a, const B& b) { return gt(a, b) + eq(a, b) * 0.5; }
+/// Where the maximum's gradient goes: all of it to the larger argument, half each on ties, and
+/// all of it to both when either is NaN (torch's rule: only a smaller argument gets nothing).
+template <class A, class B> auto max_share(const A& a, const B& b) { return 1.0 - (lt(a, b) + eq(a, b) * 0.5); }
 }  // namespace detail
 
 // name  kernel   VJP wrt a      VJP wrt b            JVP
@@ -248,9 +249,10 @@ TOWER_BINARY_OP(mul, x * y,  g * b,        g * a,               ta * b + a * tb)
 TOWER_BINARY_OP(div, x / y,  g / b,        -(g * out / b),      (ta - out * tb) / b)
 TOWER_BINARY_OP(pow, std::pow(x, y),  g * b * pow(a, b - 1.0),  g * out * detail::log_where_positive(a),
                 ta * b * pow(a, b - 1.0) + tb * out * detail::log_where_positive(a))
-TOWER_BINARY_OP(maximum, x > y ? x : y,  g * detail::max_share(a, b),  g * detail::max_share(b, a),
+// maximum and minimum propagate NaN from either side, as torch's.
+TOWER_BINARY_OP(maximum, x > y || x != x ? x : y,  g * detail::max_share(a, b),  g * detail::max_share(b, a),
                 ta * detail::max_share(a, b) + tb * detail::max_share(b, a))
-TOWER_BINARY_OP(minimum, x < y ? x : y,  g * detail::max_share(b, a),  g * detail::max_share(a, b),
+TOWER_BINARY_OP(minimum, x < y || x != x ? x : y,  g * detail::max_share(b, a),  g * detail::max_share(a, b),
                 ta * detail::max_share(b, a) + tb * detail::max_share(a, b))
 TOWER_BINARY_OP(atan2, std::atan2(x, y),  g * b / (a * a + b * b),  -(g * a) / (a * a + b * b),
                 (ta * b - tb * a) / (a * a + b * b))

@@ -177,23 +177,30 @@ struct reduction_batch_rule {
   }
 };
 
-/// Product over dims. The derivative is out / x (inputs must be nonzero where it is used).
+namespace detail {
+/// The product of the other elements of each element's group (dsl/products.hpp).
+template <class X> auto products_of_others(const X& x, const reduction_dims& r);
+}  // namespace detail
+
+/// Product over dims. The derivative is the product of the other elements (not out / x: exact
+/// with zeros, as torch's).
 struct prod_op : reduction_batch_rule<prod_op> {
   static constexpr const char* name = "prod";
   reduction_dims r;
   template <class X> auto base(const X& x) const {
     return kernels::reduce(name, x, r.dims_for(name, rank(x)), r.keepdim, 1.0, [](double a, double v) { return a * v; });
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O& out, const X& x) const {
-    return std::make_tuple(unreduce(name, r, g * out, x) / x);
+  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+    return std::make_tuple(unreduce(name, r, g, x) * detail::products_of_others(x, r));
   }
-  template <class O, class X, class T> auto jvp(const O& out, const X& x, const T& t) const {
-    return out * call_op(sum_op{r.dims, r.keepdim, r.all}, t / x);
+  template <class O, class X, class T> auto jvp(const O&, const X& x, const T& t) const {
+    return call_op(sum_op{r.dims, r.keepdim, r.all}, t * detail::products_of_others(x, r));
   }
 };
 
-/// amax / amin: the largest / smallest value over dims. The gradient is shared evenly between
-/// tied extrema (torch.amax's rule).
+/// amax / amin: the largest / smallest value over dims; NaN when one of them is NaN (as torch).
+/// The gradient is shared evenly between tied extrema (torch.amax's rule); over values with a
+/// NaN no value ties with the NaN result, so their gradient is NaN (0 / 0), as torch's.
 template <bool Max>
 struct extremum_op : reduction_batch_rule<extremum_op<Max>> {
   static constexpr const char* name = Max ? "amax" : "amin";
@@ -204,7 +211,7 @@ struct extremum_op : reduction_batch_rule<extremum_op<Max>> {
       for (auto d : r.dims_for(name, x.dim()))
         if (x.shape()[static_cast<std::size_t>(d)] == 0) throw error(std::string(name) + ": reducing an empty dim of shape " + detail::shape_str(x.shape()));
     return kernels::reduce(name, x, r.dims_for(name, rank(x)), r.keepdim, Max ? -inf : inf,
-                           [](double a, double v) { return Max ? (v > a ? v : a) : (v < a ? v : a); });
+                           [](double a, double v) { return (Max ? v > a : v < a) || v != v ? v : a; });
   }
   /// 1 / (number of ties) where x attains the extremum, else 0.
   template <class O, class X> auto share(const O& out, const X& x) const {
@@ -223,9 +230,10 @@ using amin_op = extremum_op<false>;
 
 namespace detail {
 /// amax / amin of all elements of a 1-D tw::fixed value (vmap's fixed-rows loop): the tensor
-/// kernel's pick (an element wins only by comparing strictly better, so NaNs are passed over), the
-/// derivative shared evenly between tied extrema. The value is the extremum exactly: the ties'
-/// differences from it are zeros that carry only their tangents. Other dims are a tower::error.
+/// kernel's pick (the first element that compares strictly better), the derivative shared evenly
+/// between tied extrema. The value is the extremum exactly: the ties' differences from it are
+/// zeros that carry only their tangents. With a NaN element the value and every derivative are
+/// NaN, as the tensor rules give. Other dims are a tower::error.
 template <bool Max>
 struct fixed_rule<extremum_op<Max>> {
   template <class X>
@@ -243,9 +251,13 @@ struct fixed_rule<extremum_op<Max>> {
       auto better = [](const auto& a, const auto& b) { return static_cast<bool>(Max ? gt(a, b) : lt(a, b)); };
       const double start = Max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
       std::size_t best = 0;
-      bool found = false;
-      for (std::size_t i = 0; i < static_cast<std::size_t>(X::size); ++i)
+      bool found = false, nan = false;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(X::size); ++i) {
+        nan = nan || static_cast<bool>(ne(x.e[i], x.e[i]));
         if (found ? better(x.e[i], x.e[best]) : better(x.e[i], start)) best = i, found = true;
+      }
+      if (nan) return fixeds::tree_sum<0, static_cast<std::size_t>(X::size)>([&](auto j) { return x.e[decltype(j)::value]; }) *
+                      std::numeric_limits<double>::quiet_NaN();
       auto ties = x.e[best] - x.e[best];
       double k = 1;
       for (std::size_t i = 0; i < static_cast<std::size_t>(X::size); ++i)
@@ -299,11 +311,14 @@ template <class X> auto mean_impl(const X& x, const reduction_dims& r) {
 }
 TOWER_COMPOSITE_REDUCTION(mean)
 
-/// log(sum(exp(x))) over dims, computed stably around the maximum.
+/// log(sum(exp(x))) over dims, computed stably around the maximum m: m + log(sum(exp(x - m))).
+/// x - m is taken as 0 where x is m, so that an infinite m gives torch's values (inf for a +inf
+/// element, -inf when all are -inf; NaN with a NaN) instead of inf - inf, and the gradient is
+/// the softmax of x - m, finite there too (a +inf element takes all of it, all -inf share it).
 template <class X> auto logsumexp_impl(const X& x, const reduction_dims& r) {
   const reduction_dims kept{r.dims, true, r.all};
   auto m = detail::amax_r(x, kept);
-  auto s = log(detail::sum_r(exp(x - m), kept)) + m;
+  auto s = log(detail::sum_r(exp(where(eq(x, m), 0.0, x - m)), kept)) + m;
   if constexpr (is_scalar_type_v<X>) {
     return s;
   } else {
@@ -335,11 +350,26 @@ template <operand X> auto var(const X& x) {
   return var(x, std::move(all));
 }
 
+/// The square root of a sum of squares (the 2-norm's last step), whose derivative at 0 is 0:
+/// torch's subgradient of the norm at a zero vector (sqrt's own, 1 / (2 * 0), times the squares'
+/// 2 x = 0 would be NaN). Its derivatives stay finite at 0 to every order.
+struct norm_sqrt_op {
+  static constexpr const char* name = "norm";
+  static constexpr bool elementwise = true;
+  template <class X> auto base(const X& x) const { return kernels::map(x, [](auto v) { return std::sqrt(v); }); }
+  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
+  /// 1 / (2 out), and 0 where out is 0.
+  template <class O> static auto half_reciprocal(const O& out) { return ne(out, 0.0) * 0.5 / (out + eq(out, 0.0)); }
+  template <class G, class O, class X> auto vjp(const G& g, const O& out, const X&) const { return std::make_tuple(g * half_reciprocal(out)); }
+  template <class O, class X, class T> auto jvp(const O& out, const X&, const T& t) const { return t * half_reciprocal(out); }
+};
+
 /// Vector p-norm over dims (p = 1, 2, or infinity); ord 2 is the default, as torch.linalg.vector_norm.
+/// The derivative at a zero vector is 0 for every p, as torch's.
 template <operand X> auto norm(const X& x, double p, shape_t dims, bool keepdim = false) {
   const bool all = dims.empty();
   const reduction_dims r{std::move(dims), keepdim, all};
-  auto two = [&] { return sqrt(detail::sum_r(x * x, r)); };
+  auto two = [&] { return call_op(norm_sqrt_op{}, detail::sum_r(x * x, r)); };
   auto one = [&] { return detail::sum_r(abs(x), r) * 1.0; };
   auto inf = [&] { return detail::amax_r(abs(x), r) * 1.0; };
   using R = detail::branch_result_t<decltype(two()), decltype(one()), decltype(inf())>;
@@ -350,7 +380,7 @@ template <operand X> auto norm(const X& x, double p, shape_t dims, bool keepdim 
 }
 template <operand X> auto norm(const X& x, double p) { return norm(x, p, shape_t{}); }
 /// The 2-norm of all elements: the p = 2 branch alone (no branch on p at run time).
-template <operand X> auto norm(const X& x) { return sqrt(detail::sum_r(x * x, reduction_dims{{}, false, true})); }
+template <operand X> auto norm(const X& x) { return call_op(norm_sqrt_op{}, detail::sum_r(x * x, reduction_dims{{}, false, true})); }
 template <operand X> auto norm(const X& x, double p, std::int64_t dim, bool keepdim = false) {
   return norm(x, p, shape_t{dim}, keepdim);
 }
@@ -358,3 +388,6 @@ template <operand X> auto norm(const X& x, double p, std::int64_t dim, bool keep
 #undef TOWER_COMPOSITE_REDUCTION
 
 }  // namespace tower
+
+// prod's rules use narrow, cat and permute (dsl/products.hpp, which layout.hpp includes last).
+#include "dsl/layout.hpp"

@@ -3,9 +3,12 @@
 // checks its own results against the same computation run alone on the main thread.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,9 +80,16 @@ results compute(int seed) {
   return r;
 }
 
-bool same(const tensor<double>& a, const tensor<double>& b) {
-  return a.shape() == b.shape() && max_rel_err(a, b) == 0.0;
+/// max_rel_err without Catch's assertions, which are not thread-safe: infinity when the shapes differ.
+double rel_err(const tensor<double>& a, const tensor<double>& b) {
+  if (a.shape() != b.shape()) return std::numeric_limits<double>::infinity();
+  double e = 0;
+  for (std::int64_t i = 0; i < a.numel(); ++i)
+    e = std::max(e, std::abs(a.data()[i] - b.data()[i]) / std::max(1.0, std::abs(b.data()[i])));
+  return e;
 }
+
+bool same(const tensor<double>& a, const tensor<double>& b) { return rel_err(a, b) == 0.0; }
 
 }  // namespace
 
@@ -131,4 +141,98 @@ TEST_CASE("transforms on several threads at once give each thread its own, corre
     for (const auto& m : f) UNSCOPED_INFO(m);
   }
   REQUIRE(tw::interpreter_stack_depth() == 0);
+}
+
+namespace {
+using rfn = std::function<value(value)>;
+
+/// Runs body on a new thread and returns the message of the tower::error it raised ("" if none).
+template <class F>
+std::string error_on_new_thread(F body) {
+  std::string message = "(no error)";
+  std::thread([&] {
+    try {
+      body();
+    } catch (const tw::error& e) {
+      message = e.what();
+    }
+  }).join();
+  return message;
+}
+}  // namespace
+
+TEST_CASE("a batched value that escaped a vmap on another thread is dead there too, both paths") {
+  // Each thread's first vmap is level 1: only a process-unique serial tells thread A's level-1
+  // batch from thread B's, which would otherwise take A's rows as its own.
+  const tensor<double> X = sample({3, 2}, -1, 1, 1), Z = sample({3, 2}, -1, 1, 2);
+  std::optional<tw::batched<tensor<double>, 1>> leaked;
+  value rleaked;
+  std::thread([&] {
+    (void)tw::vmap([&](auto x) {
+      if constexpr (std::is_same_v<decltype(x), tw::batched<tensor<double>, 1>>) leaked = x;
+      return x;
+    })(X);
+    (void)tw::vmap(rfn([&](value x) {
+      rleaked = x;
+      return x;
+    }))(X);
+  }).join();
+  REQUIRE(leaked);
+  const std::string words = "was used after that vmap returned";
+  CHECK_THAT(error_on_new_thread([&] { (void)tw::vmap([&](auto z) { return z + *leaked; })(Z); }), Catch::Contains(words));
+  CHECK_THAT(error_on_new_thread([&] {
+               (void)tw::vmap(rfn([](value z) { return z; }))(Z);  // so that the next vmap is this thread's second, as rleaked's
+               (void)tw::vmap(rfn([&](value z) { return z + rleaked; }))(Z);
+             }),
+             Catch::Contains(words));
+  CHECK_THAT(error_on_new_thread([&] { (void)tw::sin(rleaked); }), Catch::Contains(words));
+}
+
+TEST_CASE("a grad value that escaped is a constant on every thread that uses it at once, both paths") {
+  // The escaped values' tapes (static) and graph nodes (runtime) belong to the grad that made
+  // them: a grad on another thread must not record them, let alone write to them in its backward
+  // pass (run this test under -fsanitize=thread to check for races).
+  const tensor<double> x0 = sample({3}, -1, 1, 3);
+  std::optional<tw::grad_value<tensor<double>, 1>> leaked;
+  value rleaked;
+  // Made by a thread's first and second grad, as the workers' first round makes theirs.
+  std::thread([&] {
+    (void)tw::grad([&](auto x) {
+      if constexpr (std::is_same_v<decltype(x), tw::grad_value<tensor<double>, 1>>) leaked = x * tw::sin(x);
+      return tw::sum(x);
+    })(x0);
+    (void)tw::grad(rfn([&](value x) {
+      rleaked = x * tw::sin(x);
+      return tw::sum(rleaked * x);
+    }))(x0);
+  }).join();
+  REQUIRE(leaked);
+  const tensor<double> c = x0 * tw::sin(x0);  // the escaped values' primal
+  std::vector<std::vector<std::string>> failures(thread_count);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < thread_count; ++t)
+    threads.emplace_back([&, t] {
+      auto& fail = failures[static_cast<std::size_t>(t)];
+      const tensor<double> y = sample({3}, -1, 1, static_cast<unsigned>(10 + t));
+      // d/dy sum(y² c) = 2 y c: the escaped value contributes its primal only.
+      const tensor<double> expected = 2.0 * y * c;
+      for (int round = 0; round < rounds; ++round) {
+        const tensor<double> gs = tw::grad([&](auto v) { return tw::sum(v * v * *leaked); })(y);
+        const tensor<double> gr = tw::grad(rfn([&](value v) { return tw::sum(v * v * rleaked); }))(y).to_tensor();
+        // Nested: the inner grad's gradient 2 v² c, differentiated by the outer one: 4 v c.
+        const tensor<double> gg = tw::grad(rfn([&](value v) {
+                                    return tw::sum(tw::grad(rfn([&](value u) { return tw::sum(u * u * v * rleaked); }))(v));
+                                  }))(y).to_tensor();
+        if (rel_err(gs, expected) > 1e-12) fail.push_back("static gradient differs");
+        if (rel_err(gr, expected) > 1e-12) fail.push_back("runtime gradient differs");
+        if (rel_err(gg, 2.0 * expected) > 1e-12) fail.push_back("runtime nested gradient differs");
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < thread_count; ++t) {
+    INFO("thread " << t);
+    const auto& f = failures[static_cast<std::size_t>(t)];
+    CHECK(f.empty());
+    for (std::size_t k = 0; k < std::min<std::size_t>(f.size(), 3); ++k) UNSCOPED_INFO(f[k]);
+  }
 }

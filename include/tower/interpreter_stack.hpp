@@ -5,6 +5,7 @@
 // path dispatches by peeking it; the static path uses it only to check, once per transform call,
 // that the level its types predict is above every live level (DESIGN.md invariant 3), and to
 // tell live wrappers from escaped ("dead") ones by their serial.
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@ enum class randomness_kind : int { error = 0, same = 1, different = 2 };
 struct interpreter_entry {
   transform_type key;
   int level;
-  std::uint64_t serial;          // unique per transform call: wrappers carry it
+  std::uint64_t serial;          // unique per transform call in the process: wrappers carry it
   std::int64_t batch_size = 0;   // vmap
   randomness_kind randomness = randomness_kind::error;  // vmap
   bool prev_grad_mode = true;    // grad: the grad mode in force when it was entered
@@ -34,11 +35,23 @@ namespace detail {
 // so lowering pops and pushes a pointer, and an interpreter's entry never moves while it lives.
 struct interpreter_stack_state {
   std::vector<interpreter_entry*> entries;
-  std::uint64_t next_serial = 1;
+  std::uint64_t next_serial = 0, serial_end = 0;  // this thread's block of serials: [next, end)
 };
 inline interpreter_stack_state& interpreter_stack() {
   thread_local interpreter_stack_state s;
   return s;
+}
+/// A fresh transform serial, never 0, unique in the process: a value that escaped a transform on
+/// one thread never matches a live transform on another (it is dead there). Each thread takes
+/// blocks of serials from one atomic counter, so a transform call costs no atomic operation.
+inline std::uint64_t next_serial(interpreter_stack_state& s) {
+  constexpr std::uint64_t block = std::uint64_t{1} << 16;
+  static std::atomic<std::uint64_t> blocks{0};
+  if (s.next_serial == s.serial_end) [[unlikely]] {
+    s.next_serial = blocks.fetch_add(1, std::memory_order_relaxed) * block + 1;
+    s.serial_end = s.next_serial + block - 1;
+  }
+  return s.next_serial++;
 }
 }  // namespace detail
 
@@ -83,7 +96,7 @@ class interpreter_scope {
     if (!s.entries.empty() && level <= s.entries.back()->level)
       throw error(to_string(key) + ": level " + std::to_string(level) + " is not above the live level " +
                   std::to_string(s.entries.back()->level));
-    entry_.serial = s.next_serial++;
+    entry_.serial = detail::next_serial(s);
     s.entries.push_back(&entry_);
     depth_ = s.entries.size();
   }

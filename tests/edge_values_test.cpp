@@ -1,0 +1,209 @@
+// Values and derivatives at the edges, as torch defines them: prod with zero elements, norm at a
+// zero vector, logsumexp / softmax / log_softmax with infinities, NaN through maximum, minimum,
+// relu, amax and amin. Each row is an op (a generic function of one tensor) and its cases: an
+// input, the expected value and the expected gradient of sum(f(x)) (NaN entries must be NaN).
+// Every case is checked on the static and the runtime path, by reverse mode (grad) and forward
+// mode (jacfwd), and under vmap (a batch of copies of the input): the static path's automatic
+// form (tw::fixed rows where the op has them) and its batching rules, the runtime path's fused
+// program and its batching rules.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tests/check.hpp"
+#include "tower/tower.hpp"
+
+namespace tw = tower;
+using namespace tower::testing;
+using tw::dyn::value;
+using tw::shape_t;
+using tw::tensor;
+
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr double NaN = std::numeric_limits<double>::quiet_NaN();
+constexpr std::int64_t batch = 20;  // more than the runtime fusion's 8 traced examples
+
+struct edge_case {
+  tensor<double> x;
+  tensor<double> value;
+  tensor<double> grad;  // of sum(f(x)); empty shape and no data: not checked (NaN values)
+  bool check_grad = true;
+};
+
+edge_case at(tensor<double> x, tensor<double> v, tensor<double> g) { return {std::move(x), std::move(v), std::move(g)}; }
+edge_case value_only(tensor<double> x, tensor<double> v) { return {std::move(x), std::move(v), {}, false}; }
+
+tensor<double> vec(std::vector<double> v) {
+  const auto n = static_cast<std::int64_t>(v.size());
+  return tensor<double>({n}, std::move(v));
+}
+tensor<double> mat(std::int64_t r, std::int64_t c, std::vector<double> v) { return tensor<double>({r, c}, std::move(v)); }
+tensor<double> num(double v) { return tensor<double>(v); }
+
+/// Equal up to tol relative to max(1, |expected|); NaN only where NaN is expected, infinities exactly.
+void require_same(const std::string& what, const tensor<double>& got, const tensor<double>& want, double tol = 1e-12) {
+  INFO(what << ": got " << got << "\nexpected " << want);
+  REQUIRE(got.shape() == want.shape());
+  for (std::int64_t i = 0; i < got.numel(); ++i) {
+    const double a = got.data()[i], b = want.data()[i];
+    INFO("element " << i);
+    if (std::isnan(b)) REQUIRE(std::isnan(a));
+    else if (std::isinf(b)) REQUIRE(a == b);
+    else REQUIRE(std::abs(a - b) <= tol * std::max(1.0, std::abs(b)));
+  }
+}
+
+bool any_nan(const tensor<double>& t) { return std::any_of(t.data(), t.data() + t.numel(), [](double v) { return std::isnan(v); }); }
+bool all_nan(const tensor<double>& t) { return std::all_of(t.data(), t.data() + t.numel(), [](double v) { return std::isnan(v); }); }
+
+/// x repeated `batch` times along a new dim 0.
+tensor<double> repeated(const tensor<double>& x) { return stack(std::vector<tensor<double>>(static_cast<std::size_t>(batch), x)); }
+
+template <class F>
+void check_edges(const std::string& name, F f, const std::vector<edge_case>& cases) {
+  auto loss = [f](auto x) { return tw::sum(f(x)); };
+  std::function<value(value)> fr = [f](value x) { return value(f(x)); };
+  std::function<value(value)> loss_r = [f](value x) { return tw::sum(f(x)); };
+  for (const auto& c : cases) {
+    INFO("op " << name << " at " << c.x);
+    require_same("static value", as_tensor(f(c.x)), c.value);
+    require_same("runtime value", fr(value(c.x)).to_tensor(), c.value);
+    const tensor<double> X = repeated(c.x), V = repeated(c.value);
+    require_same("static vmap", as_tensor(tw::vmap(f)(X)), V);
+    require_same("static vmap, batching rules", as_tensor(tw::vmap(f, tw::strategy::batched)(X)), V);
+    require_same("runtime vmap (fused where it can)", tw::vmap(fr)(X).to_tensor(), V);
+    require_same("runtime vmap, batching rules", tw::vmap(fr, tw::strategy::batched)(X).to_tensor(), V);
+    if (!c.check_grad) continue;
+    require_same("static grad", as_tensor(tw::grad(loss)(c.x)), c.grad);
+    require_same("runtime grad", tw::grad(loss_r)(value(c.x)).to_tensor(), c.grad);
+    // Forward mode sums the outputs' tangents: one NaN output makes every directional
+    // derivative NaN (torch's too), so a case whose gradient is partly finite skips it.
+    if (!any_nan(c.value) || all_nan(c.grad)) {
+      require_same("static jacfwd", as_tensor(tw::jacfwd(loss)(c.x)), c.grad);
+      require_same("runtime jacfwd", tw::jacfwd(loss_r)(value(c.x)).to_tensor(), c.grad);
+    }
+    const tensor<double> G = repeated(c.grad);
+    require_same("static vmap(grad)", as_tensor(tw::vmap(tw::grad(loss))(X)), G);
+    require_same("static vmap(grad), batching rules", as_tensor(tw::vmap(tw::grad(loss), tw::strategy::batched)(X)), G);
+    require_same("runtime vmap(grad) (fused where it can)", tw::vmap(tw::grad(loss_r))(X).to_tensor(), G);
+    require_same("runtime vmap(grad), batching rules", tw::vmap(tw::grad(loss_r), tw::strategy::batched)(X).to_tensor(), G);
+  }
+}
+
+/// The same for a function of numbers: grad's tape-free path (scalar_dual) and the runtime path.
+template <class F>
+void check_number_edges(const std::string& name, F f, const std::vector<std::array<double, 3>>& cases) {
+  std::function<value(value)> fr = [f](value x) { return value(f(x)); };
+  for (const auto& [x, v, g] : cases) {
+    INFO("op " << name << " at " << x);
+    require_same("value on numbers", num(f(x)), num(v));
+    require_same("grad on numbers", num(tw::grad(f)(x)), num(g));
+    require_same("runtime grad", tw::grad(fr)(value(x)).to_tensor(), num(g));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("prod's gradient at zero elements is torch's: the product of the others, no 0/0") {
+  check_edges("prod", [](auto x) { return tw::prod(x); },
+              {at(vec({0, 2, 3}), num(0), vec({6, 0, 0})), at(vec({0, 0, 3}), num(0), vec({0, 0, 0})),
+               at(vec({2, 3, 4}), num(24), vec({12, 8, 6})), at(vec({2, 3, 0, 4, 5}), num(0), vec({0, 0, 120, 0, 0})),
+               at(vec({0}), num(0), vec({1})), at(vec({-2, 0.5, 3, 7, -1, 4, 0.25}), num(21), vec({-10.5, 42, 7, 3, -21, 5.25, 84}))});
+  check_edges("prod dim 1", [](auto x) { return tw::prod(x, 1); },
+              {at(mat(2, 3, {0, 2, 3, 1, 0, 0}), vec({0, 0}), mat(2, 3, {6, 0, 0, 0, 0, 0}))});
+  check_edges("prod dim 0 keepdim", [](auto x) { return tw::prod(x, 0, true); },
+              {at(mat(3, 2, {0, 2, 3, 0, 5, 7}), mat(1, 2, {0, 0}), mat(3, 2, {15, 0, 0, 14, 0, 0}))});
+  check_number_edges("prod of a number", [](auto x) { return tw::prod(x); }, {{{0.0, 0.0, 1.0}}, {{-3.0, -3.0, 1.0}}});
+}
+
+TEST_CASE("prod's higher derivatives at zero elements are exact") {
+  // f = x0 x1 x2: H[i][j] = the third element (i != j).
+  auto f = [](auto x) { return tw::prod(x); };
+  std::function<value(value)> fr = [](value x) { return tw::prod(x); };
+  for (const auto& x : {vec({0, 0, 3}), vec({0, 2, 3}), vec({4, 2, 3})}) {
+    INFO("at " << x);
+    const double* e = x.data();
+    const tensor<double> H = mat(3, 3, {0, e[2], e[1], e[2], 0, e[0], e[1], e[0], 0});
+    require_same("static hessian", tw::hessian(f)(x), H);
+    require_same("static jacrev(jacfwd)", tw::jacrev(tw::jacfwd(f))(x), H);
+    require_same("runtime hessian", tw::hessian(fr)(value(x)).to_tensor(), H);
+  }
+}
+
+TEST_CASE("norm's derivative at a zero vector is 0 (torch's subgradient), p = 1, 2, inf") {
+  const std::vector<edge_case> zero{at(vec({0, 0, 0}), num(0), vec({0, 0, 0})), at(vec({0}), num(0), vec({0}))};
+  check_edges("norm", [](auto x) { return tw::norm(x); }, zero);
+  check_edges("norm p=2", [](auto x) { return tw::norm(x, 2.0); }, zero);
+  check_edges("norm p=1", [](auto x) { return tw::norm(x, 1.0); }, zero);
+  check_edges("norm p=inf", [](auto x) { return tw::norm(x, inf); }, zero);
+  check_edges("norm(x - x)", [](auto x) { return tw::norm(x - x); }, {at(vec({1, -2}), num(0), vec({0, 0}))});
+  check_edges("norm(x - x) p=inf", [](auto x) { return tw::norm(x - x, inf); }, {at(vec({1, -2}), num(0), vec({0, 0}))});
+  // A masked-out value: where(...) picks the constant 0 everywhere.
+  check_edges("norm(where(x > 10, x, 0))", [](auto x) { return tw::norm(tw::where(tw::gt(x, 10.0), x, 0.0)); },
+              {at(vec({1, 2}), num(0), vec({0, 0})), at(vec({3, 40}), num(40), vec({0, 1}))});
+  check_edges("norm dim 1", [](auto x) { return tw::norm(x, 2.0, 1); },
+              {at(mat(2, 2, {0, 0, 3, 4}), vec({0, 5}), mat(2, 2, {0, 0, 0.6, 0.8}))});
+  // Away from zero the usual derivative; the second derivative at zero is finite.
+  check_edges("norm", [](auto x) { return tw::norm(x); }, {at(vec({3, 4}), num(5), vec({0.6, 0.8}))});
+  std::function<value(value)> fr = [](value x) { return tw::norm(x); };
+  require_same("static hessian at 0", tw::hessian([](auto x) { return tw::norm(x); })(vec({0, 0})), mat(2, 2, {0, 0, 0, 0}));
+  require_same("runtime hessian at 0", tw::hessian(fr)(value(vec({0, 0}))).to_tensor(), mat(2, 2, {0, 0, 0, 0}));
+}
+
+TEST_CASE("logsumexp with an infinite maximum: torch's values, the softmax as gradient") {
+  const double e1 = std::exp(1.0), e2 = std::exp(2.0);
+  check_edges("logsumexp", [](auto x) { return tw::logsumexp(x); },
+              {at(vec({inf, 1}), num(inf), vec({1, 0})), at(vec({-inf, -inf}), num(-inf), vec({0.5, 0.5})),
+               at(vec({-inf, 0}), num(0), vec({0, 1})), at(vec({1, inf, inf}), num(inf), vec({0, 0.5, 0.5})),
+               at(vec({1, 2}), num(std::log(e1 + e2)), vec({e1 / (e1 + e2), e2 / (e1 + e2)})),
+               at(vec({NaN, 1}), num(NaN), vec({NaN, NaN}))});
+  check_edges("logsumexp dim 1", [](auto x) { return tw::logsumexp(x, 1); },
+              {at(mat(2, 2, {inf, 1, -inf, -inf}), vec({inf, -inf}), mat(2, 2, {1, 0, 0.5, 0.5}))});
+}
+
+TEST_CASE("softmax and log_softmax with infinities give torch's values") {
+  // A -inf element (a masked logit) is an ordinary case; a +inf one or a row of -inf is NaN.
+  check_edges("softmax", [](auto x) { return tw::softmax(x, -1); },
+              {at(vec({-inf, 1}), vec({0, 1}), vec({0, 0})), value_only(vec({inf, 1}), vec({NaN, NaN})),
+               value_only(vec({-inf, -inf}), vec({NaN, NaN}))});
+  check_edges("log_softmax", [](auto x) { return tw::log_softmax(x, -1); },
+              {at(vec({-inf, 1}), vec({-inf, 0}), vec({1, -1})), value_only(vec({inf, 1}), vec({NaN, NaN})),
+               value_only(vec({-inf, -inf}), vec({NaN, NaN})), value_only(vec({1, NaN}), vec({NaN, NaN}))});
+}
+
+TEST_CASE("maximum, minimum and relu propagate NaN as torch") {
+  // torch's gradients: a NaN comparison gives the whole gradient to both arguments.
+  const tensor<double> x = vec({NaN, 0, 2, 1});
+  check_edges("maximum(x, 1)", [](auto x) { return tw::maximum(x, 1.0); }, {at(x, vec({NaN, 1, 2, 1}), vec({1, 0, 1, 0.5}))});
+  check_edges("maximum(1, x)", [](auto x) { return tw::maximum(1.0, x); }, {at(x, vec({NaN, 1, 2, 1}), vec({1, 0, 1, 0.5}))});
+  check_edges("minimum(x, 1)", [](auto x) { return tw::minimum(x, 1.0); }, {at(x, vec({NaN, 0, 1, 1}), vec({1, 1, 0, 0.5}))});
+  check_edges("minimum(1, x)", [](auto x) { return tw::minimum(1.0, x); }, {at(x, vec({NaN, 0, 1, 1}), vec({1, 1, 0, 0.5}))});
+  const tensor<double> y = vec({1, NaN});
+  check_edges("maximum(x, y), NaN in y", [y](auto x) { return tw::maximum(x, y); }, {at(vec({2, 0}), vec({2, NaN}), vec({1, 1}))});
+  check_edges("minimum(y, x), NaN in y", [y](auto x) { return tw::minimum(y, x); }, {at(vec({2, 0}), vec({1, NaN}), vec({0, 1}))});
+  check_edges("relu", [](auto x) { return tw::relu(x); }, {at(vec({NaN, -1, 2, 0}), vec({NaN, 0, 2, 0}), vec({0, 0, 1, 0}))});
+  check_number_edges("maximum(x, 1) on numbers", [](auto x) { return tw::maximum(x, 1.0); }, {{{NaN, NaN, 1.0}}, {{3.0, 3.0, 1.0}}});
+  check_number_edges("maximum(1, x) on numbers", [](auto x) { return tw::maximum(1.0, x); }, {{{NaN, NaN, 1.0}}, {{0.0, 1.0, 0.0}}});
+  check_number_edges("minimum(1, x) on numbers", [](auto x) { return tw::minimum(1.0, x); }, {{{NaN, NaN, 1.0}}});
+  check_number_edges("relu on numbers", [](auto x) { return tw::relu(x); }, {{{NaN, NaN, 0.0}}, {{2.0, 2.0, 1.0}}});
+}
+
+TEST_CASE("amax and amin propagate NaN as torch, with a NaN gradient over the row") {
+  // The fixed-rows loop (static vmap's automatic form on these 1-D rows) and the batching rules
+  // agree: torch's NaN for every element of a row whose extremum is NaN.
+  check_edges("amax", [](auto x) { return tw::amax(x); },
+              {at(vec({NaN, 1, 2}), num(NaN), vec({NaN, NaN, NaN})), at(vec({1, NaN}), num(NaN), vec({NaN, NaN})),
+               at(vec({NaN, NaN}), num(NaN), vec({NaN, NaN})), at(vec({2, 5, 5}), num(5), vec({0, 0.5, 0.5}))});
+  check_edges("amin", [](auto x) { return tw::amin(x); },
+              {at(vec({3, NaN, 1}), num(NaN), vec({NaN, NaN, NaN})), at(vec({NaN, NaN}), num(NaN), vec({NaN, NaN})),
+               at(vec({2, -1, 4}), num(-1), vec({0, 1, 0}))});
+  check_edges("amax dim 1", [](auto x) { return tw::amax(x, 1); },
+              {at(mat(2, 2, {NaN, NaN, 1, 3}), vec({NaN, 3}), mat(2, 2, {NaN, NaN, 0, 1}))});
+}
