@@ -123,6 +123,7 @@ template <operand X> auto expand(const X& x, shape_t s) {
       if (k < lead) throw error("expand: -1 is not allowed for a new leading dim, shape " + detail::shape_str(s));
       s[k] = xs[k - lead];
     }
+  checked_numel("expand", s);
   return broadcast_to(x, std::move(s));
 }
 
@@ -255,6 +256,9 @@ template <operand X> auto cat(std::initializer_list<X> xs, std::int64_t dim = 0)
 /// The values (of one shape) stacked along a new dim.
 template <operand X> auto stack(const std::vector<X>& xs, std::int64_t dim = 0) {
   using R = decltype(unsqueeze(xs.at(0), dim));
+  if (xs.empty()) throw error("stack: needs at least one value");
+  const shape_t s = shape(xs.front());
+  dim = kernels::check_dim("stack", dim, static_cast<std::int64_t>(s.size()) + 1, s);
   std::vector<R> u;
   for (const auto& x : xs) {
     if (shape(x) != shape(xs.at(0)))
@@ -271,7 +275,10 @@ template <operand X> auto split(const X& x, std::int64_t size, std::int64_t dim 
   const shape_t s = shape(x);
   const std::int64_t n = s.at(static_cast<std::size_t>(detail::norm_dim("split", dim, static_cast<std::int64_t>(s.size()))));
   std::vector<decltype(narrow(x, dim, 0, 0))> out;
-  for (std::int64_t i = 0; i < n; i += size) out.push_back(narrow(x, dim, i, std::min(size, n - i)));
+  for (std::int64_t i = 0, len = 0; i < n; i += len) {  // (i + size may overflow)
+    len = std::min(size, n - i);
+    out.push_back(narrow(x, dim, i, len));
+  }
   return out;
 }
 

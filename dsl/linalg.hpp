@@ -50,6 +50,17 @@ auto bilinear_jvp(const Op& op, const A& a, const B& b, const TA& ta, const TB& 
   return call_op(op, ta, b) + call_op(op, a, tb);
 }
 
+/// The inner sizes of a product agree: a's last dim and b's dim `b_dim`, named with the user's op
+/// and shapes (a 1-D operand gets a dim added before the kernel sees it).
+template <class A, class B>
+void require_inner_sizes(const char* op, const A& a, const B& b, std::int64_t b_dim) {
+  const shape_t sa = shape(a), sb = shape(b);
+  const std::int64_t k = sa.back(), k2 = sb[static_cast<std::size_t>(b_dim < 0 ? b_dim + static_cast<std::int64_t>(sb.size()) : b_dim)];
+  if (k != k2)
+    throw error(std::string(op) + ": shapes " + detail::shape_str(sa) + " and " + detail::shape_str(sb) + " cannot be multiplied (" +
+                std::to_string(k) + " != " + std::to_string(k2) + ")");
+}
+
 template <class X>
 void require_rank_at_least(const char* op, const X& x, std::int64_t r) {
   if (rank(x) < r)
@@ -171,6 +182,7 @@ template <operand A, operand B> auto matmul(const A& a, const B& b) {
   const std::int64_t ra = rank(a), rb = rank(b);
   if (ra == 0 || rb == 0)
     throw error("matmul: both operands need rank >= 1, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+  detail::require_inner_sizes("matmul", a, b, rb == 1 ? 0 : -2);
   if (ra >= 2 && rb >= 2) return call_op(matmul_op{}, a, b);
   auto r = ra == 1 ? (rb == 1 ? call_op(matmul_op{}, unsqueeze(a, 0), unsqueeze(b, -1)) : call_op(matmul_op{}, unsqueeze(a, 0), b))
                    : call_op(matmul_op{}, a, unsqueeze(b, -1));
@@ -184,18 +196,21 @@ template <operand A, operand B> auto matmul(const A& a, const B& b) {
 template <operand A, operand B> auto mm(const A& a, const B& b) {
   if (rank(a) != 2 || rank(b) != 2)
     throw error("mm: expected two matrices, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+  detail::require_inner_sizes("mm", a, b, 0);
   return call_op(matmul_op{}, a, b);
 }
 /// Matrix x vector ([n, k] x [k]).
 template <operand A, operand V> auto mv(const A& a, const V& v) {
   if (rank(a) != 2 || rank(v) != 1)
     throw error("mv: expected a matrix and a vector, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(v)));
+  detail::require_inner_sizes("mv", a, v, 0);
   return matmul(a, v);
 }
 /// Batched matrix x matrix ([b, n, k] x [b, k, m]).
 template <operand A, operand B> auto bmm(const A& a, const B& b) {
   if (rank(a) != 3 || rank(b) != 3 || shape(a)[0] != shape(b)[0])
     throw error("bmm: expected [b, n, k] and [b, k, m], got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+  detail::require_inner_sizes("bmm", a, b, 1);
   return call_op(matmul_op{}, a, b);
 }
 /// Outer product of two vectors: [n] x [m] -> [n, m].

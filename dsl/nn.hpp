@@ -2,8 +2,11 @@
 // Composites users of torch.nn.functional expect: softmax, log_softmax, mse_loss,
 // cross_entropy, binary_cross_entropy_with_logits. Each is a composition of primitives, so every
 // transform's rule follows from theirs.
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <sstream>
 
 #include "dsl/layout.hpp"
 #include "dsl/pointwise.hpp"
@@ -13,10 +16,23 @@
 namespace tower {
 
 /// log(softmax(x)) along dim, computed stably (x - logsumexp). As torch's, a row with a +inf
-/// element is all NaN (+inf - +inf, and the other elements' -inf with it).
+/// element is all NaN (+inf - +inf, and the other elements' -inf with it). Over a dim of size 0
+/// the result is empty, as torch's (logsumexp would take the maximum of nothing).
 template <operand X> auto log_softmax(const X& x, std::int64_t dim = -1) {
-  auto lse = logsumexp(x, dim, true);
-  return x - where(eq(lse, std::numeric_limits<double>::infinity()), std::numeric_limits<double>::quiet_NaN(), lse);
+  auto stable = [&] {
+    auto lse = logsumexp(x, dim, true);
+    return x - where(eq(lse, std::numeric_limits<double>::infinity()), std::numeric_limits<double>::quiet_NaN(), lse);
+  };
+  if constexpr (is_scalar_type_v<X>) {
+    return stable();
+  } else {
+    auto empty = [&] { return x - sum(x, dim, true); };  // x itself, as the stable branch's type
+    using R = detail::branch_result_t<decltype(stable()), decltype(empty())>;
+    const shape_t s = shape(x);
+    if (!s.empty() && s[static_cast<std::size_t>(kernels::check_dim("log_softmax", dim, static_cast<std::int64_t>(s.size()), s))] == 0)
+      return detail::as_branch<R>(empty());
+    return detail::as_branch<R>(stable());
+  }
 }
 
 /// exp(x) / sum(exp(x)) along dim.
@@ -24,6 +40,33 @@ template <operand X> auto softmax(const X& x, std::int64_t dim = -1) { return ex
 
 /// mean((a - b)²).
 template <operand A, operand B> auto mse_loss(const A& a, const B& b) { return mean(square(a - b)); }
+
+namespace detail {
+/// Class indices of cross_entropy that are plain values (a tensor or number, or a runtime value no
+/// transform wraps) are checked here, to name the op; wrapped ones raise in gather.
+template <class Y>
+void check_class_indices(const Y& target, std::int64_t classes) {
+  auto check = [&](double c) {
+    if (!(c >= 0 && c < static_cast<double>(classes) && c == std::floor(c))) {
+      std::ostringstream os;
+      os << "cross_entropy: class index " << c << " is not an integer in [0, " << classes << ")";
+      throw error(os.str());
+    }
+  };
+  if constexpr (std::is_arithmetic_v<Y>) {
+    check(static_cast<double>(target));
+  } else if constexpr (is_tensor_v<Y> || is_dyn_v<Y>) {
+    if constexpr (is_dyn_v<Y>)
+      if (!target.is_plain()) return;
+    std::optional<tensor<double>> scratch;
+    const auto& t = [&]() -> const auto& {
+      if constexpr (is_dyn_v<Y>) return target.plain_ref(scratch);
+      else return target;
+    }();
+    for (std::int64_t i = 0; i < t.numel(); ++i) check(static_cast<double>(t.data()[i]));
+  }
+}
+}  // namespace detail
 
 /// Cross entropy of logits [C] or [N, C] (classes in the last dim), averaged over examples.
 /// `target` holds class indices (integers, shape [] or [N]) or, with the logits' shape, class
@@ -44,6 +87,7 @@ template <operand X, operand Y> auto cross_entropy(const X& logits, const Y& tar
   if (rank(target) != r - 1 || (r == 2 && shape(target)[0] != shape(logits)[0]))
     throw error("cross_entropy: class-index targets of shape " + detail::shape_str(shape(target)) + " do not fit logits " +
                 detail::shape_str(shape(logits)));
+  detail::check_class_indices(target, shape(logits).back());
   return detail::as_branch<R>(indices());
 }
 

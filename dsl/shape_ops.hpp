@@ -71,7 +71,10 @@ struct broadcast_to_op {
 };
 
 template <operand X>
-auto broadcast_to(const X& x, shape_t s) { return call_op(broadcast_to_op{std::move(s)}, x); }
+auto broadcast_to(const X& x, shape_t s) {
+  checked_numel("broadcast_to", s);  // before a batching rule adds the batch to it
+  return call_op(broadcast_to_op{std::move(s)}, x);
+}
 
 struct movedim_op {
   static constexpr const char* name = "movedim";
@@ -83,7 +86,8 @@ struct movedim_op {
   }
   template <class BS, class X> auto batch(BS, const X& x) const {
     const std::int64_t r = logical_rank(x);
-    return call_op(movedim_op{tensor<double>::normalize_dim(src, r) + 1, tensor<double>::normalize_dim(dst, r) + 1}, x.value);
+    return call_op(movedim_op{kernels::check_dim(name, src, r, logical_shape(x)) + 1, kernels::check_dim(name, dst, r, logical_shape(x)) + 1},
+                   x.value);
   }
   template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const {
     return std::make_tuple(call_op(movedim_op{dst, src}, g));

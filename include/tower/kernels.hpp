@@ -281,6 +281,14 @@ auto zip(const char* op, const A& a, const B& b, F&& f) {
   }
 }
 
+/// d in [-rank, rank) as an index (rank: s's rank, or one more where a dim is inserted), or
+/// tower::error naming op and s.
+inline std::int64_t check_dim(const char* op, std::int64_t d, std::int64_t rank, const shape_t& s) {
+  if (d < -rank || d >= rank)
+    throw error(std::string(op) + ": dim " + std::to_string(d) + " out of range for shape " + detail::shape_str(s));
+  return d < 0 ? d + rank : d;
+}
+
 inline shape_t normalize_dims(const char* op, shape_t dims, std::int64_t rank) {
   for (std::size_t k = 0; k < dims.size(); ++k) {
     std::int64_t& d = dims[k];
@@ -339,6 +347,7 @@ auto sum(const X& x, shape_t dims, bool keepdim) {
 template <class X>
 auto broadcast_to(const X& x, const shape_t& s) {
   using T = element_t<X>;
+  checked_numel("broadcast_to", s);
   const shape_t in = shape_of(x);
   const shape_t b = broadcast_shapes("broadcast_to", in, s);
   if (b != s)
@@ -380,15 +389,22 @@ auto broadcast_to(const X& x, const shape_t& s) {
 
 /// Resolves one -1 entry of a target shape against a number of elements.
 inline shape_t infer_shape(const char* op, shape_t s, std::int64_t n, const shape_t& from) {
-  std::int64_t known = 1, unknown = -1;
+  std::int64_t unknown = -1;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1 && unknown < 0) unknown = static_cast<std::int64_t>(i);
     else if (s[i] < 0) throw error(std::string(op) + ": invalid target shape " + detail::shape_str(s));
-    else known *= s[i];
   }
-  if (unknown >= 0 && known > 0 && n % known == 0) s[static_cast<std::size_t>(unknown)] = n / known;
-  if (numel_of(s) != n || (unknown >= 0 && known == 0))
+  if (unknown >= 0) {
+    shape_t rest = s;
+    rest.erase(rest.begin() + unknown);
+    std::int64_t known;
+    if (!detail::count_elements(rest, known)) detail::bad_shape(op, s, false);
+    // A -1 next to a size 0 could be anything (torch raises too).
+    if (known > 0 && n % known == 0) s[static_cast<std::size_t>(unknown)] = n / known;
+    else throw error(std::string(op) + ": cannot reshape " + detail::shape_str(from) + " to " + detail::shape_str(s));
+  } else if (checked_numel(op, s) != n) {
     throw error(std::string(op) + ": cannot reshape " + detail::shape_str(from) + " to " + detail::shape_str(s));
+  }
   return s;
 }
 
@@ -403,8 +419,8 @@ auto reshape(const X& x, const shape_t& s) {
 template <class T>
 tensor<T> movedim(const tensor<T>& x, std::int64_t src, std::int64_t dst) {
   const std::int64_t r = x.dim();
-  src = tensor<T>::normalize_dim(src, r);
-  dst = tensor<T>::normalize_dim(dst, r);
+  src = check_dim("movedim", src, r, x.shape());
+  dst = check_dim("movedim", dst, r, x.shape());
   if (src == dst) return x;
   shape_t perm;
   for (std::int64_t k = 0; k < r; ++k)

@@ -74,9 +74,39 @@ buffer<T> copy_buffer(const T* p, std::size_t n) {
   return b;
 }
 
-inline std::int64_t numel_of(const shape_t& s) {
-  return std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>{});
+namespace detail {
+[[noreturn, gnu::cold, gnu::noinline]] inline void bad_shape(const char* op, const shape_t& s, bool negative) {
+  throw error(std::string(op) + (negative ? ": negative size in shape " : ": the element count of shape ") + shape_str(s) +
+              (negative ? "" : " overflows int64"));
 }
+
+/// The element count of s, whose sizes are >= 0, into n; false when the product of its nonzero
+/// sizes overflows int64.
+inline bool count_elements(const shape_t& s, std::int64_t& n) {
+  n = 1;
+  bool empty = false;
+  for (const std::int64_t d : s) {
+    if (d == 0) empty = true;
+    else if (__builtin_mul_overflow(n, d, &n)) return false;
+  }
+  if (empty) n = 0;
+  return true;
+}
+}  // namespace detail
+
+/// The element count of shape s; tower::error naming `op` and s when a size is negative or the
+/// count overflows int64. Zero sizes are left out of the overflow check, so a valid shape's
+/// partial products (the strides, the rows and columns of any split) all fit in int64 too.
+inline std::int64_t checked_numel(const char* op, const shape_t& s) {
+  for (const std::int64_t d : s)
+    if (d < 0) detail::bad_shape(op, s, true);
+  std::int64_t n;
+  if (!detail::count_elements(s, n)) detail::bad_shape(op, s, false);
+  return n;
+}
+
+/// checked_numel for a shape that comes from valid shapes: the error names no op.
+inline std::int64_t numel_of(const shape_t& s) { return checked_numel("shape", s); }
 
 template <class T>
 class tensor;
@@ -103,11 +133,9 @@ class tensor {
   /// The same, taking over a buffer (no copy).
   tensor(shape_t shape, buffer<T> data)
       : shape_(std::move(shape)), data_(std::make_shared<buffer<T>>(std::move(data))) {
-    for (auto d : shape_)
-      if (d < 0) throw error("tensor: negative dimension in shape " + detail::shape_str(shape_));
-    if (static_cast<std::int64_t>(data_->size()) != numel_of(shape_))
-      throw error("tensor: shape " + detail::shape_str(shape_) + " needs " +
-                  std::to_string(numel_of(shape_)) + " values, got " +
+    const std::int64_t n = checked_numel("tensor", shape_);
+    if (static_cast<std::int64_t>(data_->size()) != n)
+      throw error("tensor: shape " + detail::shape_str(shape_) + " needs " + std::to_string(n) + " values, got " +
                   std::to_string(data_->size()));
   }
   tensor(shape_t shape, std::initializer_list<T> data) : tensor(std::move(shape), buffer<T>(data)) {}
@@ -144,7 +172,7 @@ class tensor {
   /// The same elements under another shape with as many elements, sharing the storage
   /// (copy-on-write keeps value semantics): reshape without a copy.
   tensor with_shape(shape_t s) const {
-    if (numel_of(s) != numel())
+    if (checked_numel("tensor", s) != numel())
       throw error("tensor: shape " + detail::shape_str(s) + " does not hold " + std::to_string(numel()) + " values");
     tensor r = *this;
     r.shape_ = std::move(s);
@@ -269,12 +297,20 @@ std::ostream& operator<<(std::ostream& os, const tensor<T>& t) {
   return os << ')';
 }
 
+namespace detail {
 template <class T>
-tensor<T> zeros(shape_t s) { return tensor<T>(s, buffer<T>(static_cast<std::size_t>(numel_of(s)), T(0))); }
+tensor<T> filled_tensor(const char* op, shape_t s, T v) {
+  const auto n = static_cast<std::size_t>(checked_numel(op, s));
+  return tensor<T>(std::move(s), buffer<T>(n, v));
+}
+}  // namespace detail
+
 template <class T>
-tensor<T> ones(shape_t s) { return tensor<T>(s, buffer<T>(static_cast<std::size_t>(numel_of(s)), T(1))); }
+tensor<T> zeros(shape_t s) { return detail::filled_tensor("zeros", std::move(s), T(0)); }
 template <class T>
-tensor<T> full(shape_t s, T v) { return tensor<T>(s, buffer<T>(static_cast<std::size_t>(numel_of(s)), v)); }
+tensor<T> ones(shape_t s) { return detail::filled_tensor("ones", std::move(s), T(1)); }
+template <class T>
+tensor<T> full(shape_t s, T v) { return detail::filled_tensor("full", std::move(s), v); }
 
 /// 0, 1, ..., n-1 spaced by `step` from `start` (1-D).
 template <class T>
@@ -286,12 +322,16 @@ tensor<T> arange(T start, T stop, T step = T(1)) {
   return tensor<T>(shape_t{n}, std::move(v));
 }
 template <class T>
-tensor<T> arange(std::int64_t n) { return arange<T>(T(0), static_cast<T>(n)); }
+tensor<T> arange(std::int64_t n) {
+  if (n < 0) throw error("arange: negative count " + std::to_string(n));
+  return arange<T>(T(0), static_cast<T>(n));
+}
 
 /// n x n identity (or n x m with ones on the main diagonal).
 template <class T>
 tensor<T> eye(std::int64_t n, std::int64_t m = -1) {
-  if (m < 0) m = n;
+  if (m == -1) m = n;
+  if (n < 0 || m < 0) throw error("eye: negative size " + std::to_string(std::min(n, m)));
   tensor<T> r = zeros<T>({n, m});
   for (std::int64_t i = 0; i < std::min(n, m); ++i) r(i, i) = T(1);
   return r;
@@ -303,7 +343,7 @@ template <class T>
 tensor<T> randn(shape_t s, std::uint64_t seed = 0) {
   std::mt19937_64 gen(seed);
   auto uniform = [&] { return (static_cast<double>(gen() >> 11) + 0.5) * 0x1.0p-53; };
-  buffer<T> v(static_cast<std::size_t>(numel_of(s)));
+  buffer<T> v(static_cast<std::size_t>(checked_numel("randn", s)));
   for (std::size_t i = 0; i < v.size(); i += 2) {
     const double r = std::sqrt(-2.0 * std::log(uniform())), th = 6.283185307179586 * uniform();
     v[i] = static_cast<T>(r * std::cos(th));

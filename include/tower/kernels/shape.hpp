@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -85,21 +86,17 @@ inline void outer_inner(const shape_t& s, std::int64_t dim, std::int64_t& outer,
   for (std::size_t k = static_cast<std::size_t>(dim) + 1; k < s.size(); ++k) inner *= s[k];
 }
 
-inline std::int64_t check_dim(const char* op, std::int64_t d, std::int64_t rank, const shape_t& s) {
-  if (d < -rank || d >= rank)
-    throw error(std::string(op) + ": dim " + std::to_string(d) + " out of range for shape " + detail::shape_str(s));
-  return d < 0 ? d + rank : d;
-}
-
 /// x[..., start:start+length, ...] along dim.
 template <class T>
 tensor<T> narrow(const tensor<T>& x, std::int64_t dim, std::int64_t start, std::int64_t length) {
   dim = check_dim("narrow", dim, x.dim(), x.shape());
   const std::int64_t n = x.shape()[static_cast<std::size_t>(dim)];
-  if (start < 0) start += n;
-  if (start < 0 || length < 0 || start + length > n)
-    throw error("narrow: range [" + std::to_string(start) + ", " + std::to_string(start + length) + ") out of bounds for dim " +
+  const std::int64_t first = start < 0 ? start + n : start;
+  // Compared without forming start + length, which may overflow.
+  if (first < 0 || first > n || length < 0 || length > n - first)
+    throw error("narrow: start " + std::to_string(start) + " and length " + std::to_string(length) + " out of bounds for dim " +
                 std::to_string(dim) + " of shape " + detail::shape_str(x.shape()));
+  start = first;
   std::int64_t outer, inner;
   outer_inner(x.shape(), dim, outer, inner);
   shape_t s = x.shape();
@@ -117,8 +114,9 @@ template <class T>
 tensor<T> pad(const tensor<T>& x, std::int64_t dim, std::int64_t start, std::int64_t total) {
   dim = check_dim("pad", dim, x.dim(), x.shape());
   const std::int64_t n = x.shape()[static_cast<std::size_t>(dim)];
-  if (start < 0 || start + n > total)
-    throw error("pad: cannot place size " + std::to_string(n) + " at " + std::to_string(start) + " in " + std::to_string(total));
+  if (start < 0 || total < 0 || start > total || n > total - start)
+    throw error("pad: cannot place dim " + std::to_string(dim) + " of shape " + detail::shape_str(x.shape()) + " at " +
+                std::to_string(start) + " in size " + std::to_string(total));
   std::int64_t outer, inner;
   outer_inner(x.shape(), dim, outer, inner);
   shape_t s = x.shape();
@@ -147,8 +145,12 @@ tensor<T> cat(const tensor<T>* const* parts, std::size_t n, std::int64_t dim) {
     if (!agree)
       throw error("cat: cannot join shapes " + detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()) +
                   " (they differ outside dim " + std::to_string(dim) + ")");
-    s[static_cast<std::size_t>(dim)] += b.shape()[static_cast<std::size_t>(dim)];
+    auto& size = s[static_cast<std::size_t>(dim)];
+    if (__builtin_add_overflow(size, b.shape()[static_cast<std::size_t>(dim)], &size))
+      throw error("cat: the joined size along dim " + std::to_string(dim) + " of " + std::to_string(n) +
+                  " values (the first of shape " + detail::shape_str(a.shape()) + ") overflows int64");
   }
+  checked_numel("cat", s);
   std::int64_t outer, inner;
   outer_inner(a.shape(), dim, outer, inner);
   buffer<T> out;
@@ -168,12 +170,15 @@ tensor<T> cat(const tensor<T>& a, const tensor<T>& b, std::int64_t dim) {
   return cat(parts, 2, dim);
 }
 
-/// Validates an index value (stored as a float holding an integer) against a size.
+/// Validates an index value (stored as a float holding an integer) against a size: in [0, n), as
+/// torch.gather (no negative indices).
 inline std::int64_t index_at(const char* op, double v, std::int64_t n) {
-  const auto i = static_cast<std::int64_t>(std::llround(v));
-  if (static_cast<double>(i) != v || i < -n || i >= n)
-    throw error(std::string(op) + ": index " + std::to_string(v) + " out of range for size " + std::to_string(n));
-  return i < 0 ? i + n : i;
+  if (!(v >= 0 && v < static_cast<double>(n) && v == std::floor(v))) {
+    std::ostringstream os;
+    os << op << ": index " << v << " out of range for size " << n << " (indices are integers in [0, " << n << "))";
+    throw error(os.str());
+  }
+  return static_cast<std::int64_t>(v);
 }
 
 /// Shared iteration of gather / scatter_add: calls body(index_pos, x_pos) for every index element.

@@ -130,6 +130,24 @@ auto first_example_leaf(const X& x, std::size_t batch_dims = 0) {
   }
 }
 
+/// Whether a vmap level batching x has no examples: then first_example_leaf has no example to
+/// give, only zeros, which need not be in f's domain (a singular matrix for solve).
+template <class X>
+bool empty_batch_leaf(const X& x) {
+  if constexpr (is_static_wrapper_v<X>) {
+    if constexpr (std::remove_cvref_t<X>::key == transform_type::vmap) return x.batch_size == 0 || empty_batch_leaf(x.value);
+    else return empty_batch_leaf(x.primal);
+  } else if constexpr (is_dyn_v<X>) {
+    std::size_t batch_dims = 0;
+    const dyn::value* v = &x;
+    for (; v->level() > 0; v = &v->get().inner) batch_dims += v->get().key == transform_type::vmap;
+    const shape_t s = v->shape();  // all vmap levels' batch dims lead the plain tensor
+    return std::find(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(batch_dims), 0) != s.begin() + static_cast<std::ptrdiff_t>(batch_dims);
+  } else {
+    return false;
+  }
+}
+
 /// The basis jacrev and jacfwd push through f: [n] + s, row i = e_i, marked known_diagonal. Kept
 /// per thread and shared (kept_tensors.hpp): a Jacobian in a loop (Newton's method) asks for the
 /// same basis every iteration (building it was 3% of jacrev on a 64 x 64 map).
@@ -414,6 +432,13 @@ struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_tran
           } catch (const detail::stale_output_shape&) {
           }
         }
+      }
+      if constexpr (!memoised) {
+        // An empty batch: f's output shape from f on the batch itself, which runs no example
+        // (as functorch, where f always sees the batch).
+        bool empty = false;
+        (tree_for_each([&](const auto& leaf) { empty = empty || detail::empty_batch_leaf(leaf); }, a), ...);
+        if (empty) return rows<Floor, false>(shape(f(a...)), a...);
       }
       const shape_t os = shape(probe());
       if constexpr (memoised) memo->keep(os, a...);

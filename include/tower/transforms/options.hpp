@@ -4,9 +4,11 @@
 //   tw::vmap(f, tw::in_dims(tw::none, 0, -1), tw::out_dims(0));
 //   tw::grad(f, tw::argnums<0, 2>, tw::has_aux);
 #include <cstdint>
+#include <string>
 #include <tuple>
 #include <type_traits>
 
+#include "tower/error.hpp"
 #include "tower/interpreter_stack.hpp"
 
 namespace tower {
@@ -91,11 +93,15 @@ inline constexpr randomness_t same{randomness_kind::same};
 inline constexpr randomness_t different{randomness_kind::different};
 }  // namespace randomness
 
-/// vmap processes the batch in chunks of this many examples (0: all at once); same results.
+/// vmap processes the batch in chunks of this many examples (0, the default: all at once); same
+/// results. A negative size raises tower::error.
 struct chunk_size_t {
   std::int64_t size;
 };
-constexpr chunk_size_t chunk_size(std::int64_t n) { return {n}; }
+constexpr chunk_size_t chunk_size(std::int64_t n) {
+  if (n < 0) throw error("vmap: chunk_size(" + std::to_string(n) + "): the size must be positive, or 0 for the whole batch at once");
+  return {n};
+}
 
 struct vmap_options {
   std::int64_t chunk_size = 0;
