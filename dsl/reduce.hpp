@@ -71,15 +71,15 @@ namespace detail {
 template <>
 struct fixed_rule<sum_op> {
   template <class X>
-  static auto total(const X& x) {
+  TOWER_ALWAYS_INLINE static auto total(const X& x) {
     if constexpr (!is_fixed_v<X>) {
       return x;
     } else {
-      return fixeds::tree_sum<0, static_cast<std::size_t>(X::size)>([&](auto j) { return total(x.e[decltype(j)::value]); });
+      return fixeds::tree_sum<0, static_cast<std::size_t>(X::size)>([&](auto j) TOWER_INLINE_LAMBDA { return total(x.e[decltype(j)::value]); });
     }
   }
   template <class X>
-  static auto run(const sum_op& op, const X& x) {
+  TOWER_ALWAYS_INLINE static auto run(const sum_op& op, const X& x) {
     if constexpr (!is_fixed_v<X>) {
       return dual_unsupported{};
     } else {
@@ -110,11 +110,11 @@ struct jet_rule<sum_op> {
 
 /// Sum of all elements (a scalar: rank 0).
 template <operand X>
-auto sum(const X& x) { return call_op(sum_op{}, x); }
+TOWER_ALWAYS_INLINE auto sum(const X& x) { return call_op(sum_op{}, x); }
 
 /// Sum over `dim` (negative counts from the end); with keepdim the dim stays as size 1.
 template <operand X>
-auto sum(const X& x, std::int64_t dim, bool keepdim = false) { return call_op(sum_op{{dim}, keepdim, false}, x); }
+TOWER_ALWAYS_INLINE auto sum(const X& x, std::int64_t dim, bool keepdim = false) { return call_op(sum_op{{dim}, keepdim, false}, x); }
 
 /// Sum over several dims.
 template <operand X>
@@ -279,8 +279,8 @@ double reduced_count(const char* op, const reduction_dims& r, const X& x) {
   for (auto d : r.dims_for(op, static_cast<std::int64_t>(xs.size()))) n *= static_cast<double>(xs[static_cast<std::size_t>(d)]);
   return n;
 }
-template <class X> auto sum_r(const X& x, const reduction_dims& r) { return call_op(sum_op{r.dims, r.keepdim, r.all}, x); }
-template <class X> auto amax_r(const X& x, const reduction_dims& r) { return call_op(amax_op{{}, r}, x); }
+template <class X> TOWER_ALWAYS_INLINE auto sum_r(const X& x, const reduction_dims& r) { return call_op(sum_op{r.dims, r.keepdim, r.all}, x); }
+template <class X> TOWER_ALWAYS_INLINE auto amax_r(const X& x, const reduction_dims& r) { return call_op(amax_op{{}, r}, x); }
 }  // namespace detail
 
 // Reductions composed of the primitives above (their rules follow from the composition).

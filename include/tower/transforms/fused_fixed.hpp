@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tower/force_inline.hpp"
 #include "tower/fixed.hpp"
 #include "tower/kernels.hpp"
 #include "tower/tensor.hpp"
@@ -184,9 +185,9 @@ template <class F, class InDims, class OutDims, class... A>
 [[gnu::flatten]] auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
   auto src = fused::sources<InDims>(a...);
   const bool prev = is_grad_enabled();
-  auto example = [&](std::int64_t b) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return f.forward_body(prev, [&]() -> decltype(auto) {
+  auto example = [&](std::int64_t b) TOWER_INLINE_LAMBDA {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) TOWER_INLINE_LAMBDA {
+      return f.forward_body(prev, [&]() TOWER_INLINE_LAMBDA -> decltype(auto) {
         using D = entry_t<InDims, I>;
         const auto* p = std::get<I>(src);
         if constexpr (std::is_same_v<D, none_t>) {
@@ -201,7 +202,7 @@ template <class F, class InDims, class OutDims, class... A>
             std::memcpy(x.e.data(), row, sizeof(x.e));
             return x;
           } else {
-            return fixeds::generate<example_t<InDims, I, A>>([&](auto k) { return row[decltype(k)::value]; });
+            return fixeds::generate<example_t<InDims, I, A>>([&](auto k) TOWER_INLINE_LAMBDA { return row[decltype(k)::value]; });
           }
         } else {
           return p[b];
@@ -211,12 +212,12 @@ template <class F, class InDims, class OutDims, class... A>
   };
   using R = std::remove_cvref_t<decltype(example(0))>;
   constexpr std::size_t C = components<R>();
-  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+  return [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
     static_assert((storable_v<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>> && ...),
                   "vmap: internal: the fixed path's per-example results must be numbers or tw::fixed values");
     std::tuple<column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>...> cols{
         column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>(bs)...};
-    auto put = [&](std::int64_t b) {
+    auto put = [&](std::int64_t b) TOWER_INLINE_LAMBDA {
       const R r = example(b);
       (std::get<K>(cols).store(b, component<K>(r)), ...);
     };
