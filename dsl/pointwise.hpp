@@ -273,7 +273,7 @@ namespace detail {
 template <>
 struct dual_rule<div_op> {
   template <class A, class B>
-  static auto run(const A& a, const B& b) {
+  TOWER_ALWAYS_INLINE static auto run(const A& a, const B& b) {
     const B r = duals::lift<B>(1.0) / b;
     const B out = a * r;
     return std::make_pair(out, std::make_tuple(r, -(out * r)));

@@ -97,7 +97,7 @@ struct fixed_rule<sum_op> {
 template <>
 struct jet_rule<sum_op> {
   template <class X>
-  static auto run(const sum_op& op, const X& x) {
+  TOWER_ALWAYS_INLINE static auto run(const sum_op& op, const X& x) {
     if constexpr (!is_elementwise_jet_v<X>) {
       return dual_unsupported{};
     } else {
@@ -229,7 +229,7 @@ namespace detail {
 template <bool Max>
 struct fixed_rule<extremum_op<Max>> {
   template <class X>
-  static auto run(const extremum_op<Max>& op, const X& x) {
+  TOWER_ALWAYS_INLINE static auto run(const extremum_op<Max>& op, const X& x) {
     if constexpr (!is_fixed_v<X>) {
       return dual_unsupported{};
     } else if constexpr (fixeds::rank<X>() != 1) {
@@ -240,7 +240,7 @@ struct fixed_rule<extremum_op<Max>> {
       const auto& d = op.r.dims;
       if (!(op.r.all || (d.size() == 1 && (d[0] == 0 || d[0] == -1))) || op.r.keepdim)
         throw error(std::string(extremum_op<Max>::name) + ": on a tw::fixed value only the extremum of all elements without keepdim is supported");
-      auto better = [](const auto& a, const auto& b) { return static_cast<bool>(Max ? gt(a, b) : lt(a, b)); };
+      auto better = [](const auto& a, const auto& b) TOWER_INLINE_LAMBDA { return static_cast<bool>(Max ? gt(a, b) : lt(a, b)); };
       const double start = Max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
       std::size_t best = 0;
       bool found = false;
