@@ -386,11 +386,55 @@ std::optional<R> try_rows_at(const F& f, const InDims& in, const OutDims& out, c
   }
 }
 
+/// The batch size when every batched argument is a [B] tensor batched along dim 0 (or -1), else
+/// 0: then f sees a number per example.
+template <class InDims, class... A>
+std::int64_t numbers_size(const InDims& in, const A&... a) {
+  bool ok = true;
+  std::int64_t bs = -1;
+  auto one = [&]<std::size_t I, class X>(std::integral_constant<std::size_t, I>, const X& x) {
+    if constexpr (fused::is_batched_arg_v<InDims, I>) {
+      if constexpr (!is_tensor_v<X>) {
+        ok = false;
+      } else {
+        const std::int64_t d = fused::in_dim<InDims, I>(in);
+        if (x.dim() != 1 || !(d == 0 || d == -1) || (bs >= 0 && x.size(0) != bs)) ok = false;
+        else bs = x.size(0);
+      }
+    }
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (one(std::integral_constant<std::size_t, I>{}, a), ...); }(std::index_sequence_for<A...>{});
+  return ok && bs > 0 ? bs : 0;
+}
+
+/// strategy::automatic on functions of numbers: every batched argument [B], so f runs once per
+/// example on numbers (grad without a tape), the loop one writes by hand. Same instantiation as
+/// in_dims of ints on the fixed path; none when f does not run on numbers.
+template <class R, class F, class InDims, class OutDims, class... A>
+std::optional<R> try_numbers(const F& f, const InDims& in, const OutDims& out, const A&... a) {
+  using In = rows_at_t<sizeof...(A), 0, InDims, A...>;  // no entry replaced: the ints themselves
+  if constexpr (applies<F, In, A...>()) {
+    if constexpr (std::is_same_v<decltype(run<F, In>(f, out, 1, a...)), R>) {
+      // As for fixed rows: an error on the first example lets batching rules run f and report it.
+      if (const std::int64_t bs = numbers_size(in, a...); bs > 0) try {
+          return run<F, In>(f, out, bs, a...);
+        } catch (const error&) {
+        }
+    }
+  }
+  return std::nullopt;
+}
+
 /// vmap_transform's hook for strategy::automatic (R: the batched form's result type).
 template <class R, class F, class InDims, class OutDims, class... A>
 std::optional<R> try_automatic_rows(const F& f, const InDims& in, const OutDims& out, const A&... a) {
-  if constexpr (TOWER_AUTOMATIC_FIXED_ROWS < 1 || !requires { F::forward_path; }) return std::nullopt;
-  else return try_rows_at<R, 0>(f, in, out, a...);
+  if constexpr (!requires { F::forward_path; }) {
+    return std::nullopt;
+  } else {
+    if (auto r = try_numbers<R>(f, in, out, a...)) return r;
+    if constexpr (TOWER_AUTOMATIC_FIXED_ROWS < 1) return std::nullopt;
+    else return try_rows_at<R, 0>(f, in, out, a...);
+  }
 }
 
 }  // namespace tower::detail::fused_fixed
