@@ -410,16 +410,23 @@ std::int64_t numbers_size(const InDims& in, const A&... a) {
 /// strategy::automatic on functions of numbers: every batched argument [B], so f runs once per
 /// example on numbers (grad without a tape), the loop one writes by hand. Same instantiation as
 /// in_dims of ints on the fixed path; none when f does not run on numbers.
+template <class InDims, std::size_t... I>
+auto explicit_dims(const InDims& in, std::index_sequence<I...>) {
+  return in_dims_t<std::remove_cvref_t<decltype(fused::in_dim<InDims, I>(in))>...>{{fused::in_dim<InDims, I>(in)...}};
+}
 template <class R, class F, class InDims, class OutDims, class... A>
 std::optional<R> try_numbers(const F& f, const InDims& in, const OutDims& out, const A&... a) {
-  using In = rows_at_t<sizeof...(A), 0, InDims, A...>;  // no entry replaced: the ints themselves
-  if constexpr (applies<F, In, A...>()) {
-    if constexpr (std::is_same_v<decltype(run<F, In>(f, out, 1, a...)), R>) {
-      // As for fixed rows: an error on the first example lets batching rules run f and report it.
-      if (const std::int64_t bs = numbers_size(in, a...); bs > 0) try {
-          return run<F, In>(f, out, bs, a...);
-        } catch (const error&) {
-        }
+  using In = decltype(explicit_dims(in, std::index_sequence_for<A...>{}));  // "0 everywhere" spelled out
+  // (Nested: a Hessian's probe on numbers does not compile, so it is never asked.)
+  if constexpr (first_order<F>()) {
+    if constexpr (applies<F, In, A...>()) {
+      if constexpr (std::is_same_v<decltype(run<F, In>(f, out, 1, a...)), R>) {
+        // As for fixed rows: an error on the first example lets batching rules run f and report it.
+        if (const std::int64_t bs = numbers_size(in, a...); bs > 0) try {
+            return run<F, In>(f, out, bs, a...);
+          } catch (const error&) {
+          }
+      }
     }
   }
   return std::nullopt;
