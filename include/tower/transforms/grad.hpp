@@ -109,6 +109,11 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
+    } else if constexpr ((std::is_arithmetic_v<A> && ...) && !detail::may_capture_values<F>() && forward_ok<A...>()) {
+      // A function of numbers that holds no values: forward mode without a tape, as hand-written
+      // code. (One that holds values may hold an enclosing tape-free grad's number, whose type is
+      // the one this grad would seed: forward mode would confuse the two, so it takes the tape.)
+      return forward(a...);
     } else {
       constexpr int L = pytree_level<A...>() + 1;
       return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
