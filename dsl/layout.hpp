@@ -69,7 +69,7 @@ struct permute_op {
 };
 
 /// Dims of x reordered: result dim k is x's dim perm[k].
-template <operand X> auto permute(const X& x, shape_t perm) { return call_op(permute_op{std::move(perm)}, x); }
+template <operand X> TOWER_ALWAYS_INLINE auto permute(const X& x, shape_t perm) { return call_op(permute_op{std::move(perm)}, x); }
 
 /// x with dims d0 and d1 swapped.
 template <operand X> auto transpose(const X& x, std::int64_t d0, std::int64_t d1) {
@@ -337,7 +337,7 @@ auto gather_op::vjp(const G& g, const O&, const X& x, const I& index) const {
   return std::make_tuple(call_op(scatter_add_op{dim}, zeros_like(x), index, g), zeros_like(index));
 }
 
-template <operand X, operand I> auto gather(const X& x, std::int64_t dim, const I& index) { return call_op(gather_op{dim}, x, index); }
+template <operand X, operand I> TOWER_ALWAYS_INLINE auto gather(const X& x, std::int64_t dim, const I& index) { return call_op(gather_op{dim}, x, index); }
 template <operand S, operand I, operand X> auto scatter_add(const S& self, std::int64_t dim, const I& index, const X& src) {
   return call_op(scatter_add_op{dim}, self, index, src);
 }

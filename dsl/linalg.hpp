@@ -138,12 +138,12 @@ namespace detail {
 template <>
 struct fixed_rule<vecdot_op> {
   template <class A, class B>
-  static auto run(const vecdot_op&, const A& a, const B& b) {
+  TOWER_ALWAYS_INLINE static auto run(const vecdot_op&, const A& a, const B& b) {
     if constexpr (!(is_fixed_v<A> && is_fixed_v<B>) || fixeds::rank<A>() != 1 || fixeds::rank<B>() != 1) {
       return dual_unsupported{};
     } else {
       static_assert(A::size == B::size, "dot: the two tw::fixed vectors have different sizes");
-      return fixeds::tree_sum<0, static_cast<std::size_t>(A::size)>([&](auto j) { return a.e[decltype(j)::value] * b.e[decltype(j)::value]; });
+      return fixeds::tree_sum<0, static_cast<std::size_t>(A::size)>([&](auto j) TOWER_INLINE_LAMBDA { return a.e[decltype(j)::value] * b.e[decltype(j)::value]; });
     }
   }
 };

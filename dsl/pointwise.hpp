@@ -102,18 +102,18 @@ TOWER_DECLARE_OP(where)
     static constexpr const char* name = #NAME;                                                  \
     static constexpr bool elementwise = true;                                                   \
     __VA_ARGS__                                                                                 \
-    template <class X> auto base(const X& x) const { return BASE; }                             \
+    template <class X> TOWER_ALWAYS_INLINE auto base(const X& x) const { return BASE; }                             \
     template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); } \
     template <class G, class O, class X>                                                        \
-    auto vjp([[maybe_unused]] const G& g, [[maybe_unused]] const O& out, [[maybe_unused]] const X& x) const { \
+    TOWER_ALWAYS_INLINE auto vjp([[maybe_unused]] const G& g, [[maybe_unused]] const O& out, [[maybe_unused]] const X& x) const { \
       return std::make_tuple(VJP);                                                              \
     }                                                                                           \
     template <class O, class X, class T>                                                        \
-    auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const X& x, const T& t) const { return JVP; } \
+    TOWER_ALWAYS_INLINE auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const X& x, const T& t) const { return JVP; } \
   };
 // KERNEL computes the op on one number v.
 #define TOWER_UNARY_OP(NAME, KERNEL, VJP, JVP) \
-  TOWER_UNARY_OP_BASE(NAME, kernels::map(x, [](auto v) { return KERNEL; }), VJP, JVP)
+  TOWER_UNARY_OP_BASE(NAME, kernels::map(x, [](auto v) TOWER_INLINE_LAMBDA { return KERNEL; }), VJP, JVP)
 // An op whose derivative is D(x, out): VJP g * D, JVP t * D.
 #define TOWER_UNARY_OP_D(NAME, KERNEL, D) TOWER_UNARY_OP(NAME, KERNEL, g * (D), t * (D))
 // A transcendental function (kernels/vector_math.hpp): <cmath> on numbers, glibc's libmvec a
@@ -165,7 +165,7 @@ template <class A, class B>
 auto diagonal_product(const A& a, const B& b) {
   using R = tensor<kernels::common_element_t<A, B>>;
   using T = typename R::value_type;
-  auto diagonal = [&](const auto& d, const auto& o) -> std::optional<R> {
+  auto diagonal = [&](const auto& d, const auto& o) TOWER_INLINE_LAMBDA -> std::optional<R> {
     using D = std::remove_cvref_t<decltype(d)>;
     using O = std::remove_cvref_t<decltype(o)>;
     if constexpr (!std::is_same_v<D, R>) {
@@ -178,7 +178,7 @@ auto diagonal_product(const A& a, const B& b) {
       if constexpr (std::is_arithmetic_v<O>) {
         if (!std::isfinite(static_cast<double>(o))) return std::nullopt;
         const T v = static_cast<T>(o);
-        return diagonal_tensor<T>(d.shape(), n, [&](std::int64_t i) { return pd[i * (n + 1)] * v; });
+        return diagonal_tensor<T>(d.shape(), n, [&](std::int64_t i) TOWER_INLINE_LAMBDA { return pd[i * (n + 1)] * v; });
       } else if constexpr (std::is_same_v<O, R>) {
         if (o.numel() * 4 > d.numel() || o.dim() > d.dim()) return std::nullopt;
         const shape_t& s = d.shape();
@@ -191,7 +191,7 @@ auto diagonal_product(const A& a, const B& b) {
         const T* po = o.data();
         if (s.size() == 2 && s[0] == n)  // d is n x n: o's element under (i, i)
           return diagonal_tensor<T>(s, n, [&, step = strides[0] + strides[1]](std::int64_t i) { return pd[i * (n + 1)] * po[i * step]; });
-        return diagonal_tensor<T>(s, n, [&](std::int64_t i) {
+        return diagonal_tensor<T>(s, n, [&](std::int64_t i) TOWER_INLINE_LAMBDA {
           std::int64_t flat = i * (n + 1), at = 0;  // o's element under d's flat position
           for (std::size_t k = s.size(); k-- > 0;) {
             at += (flat % s[k]) * strides[k];
@@ -213,24 +213,24 @@ auto diagonal_product(const A& a, const B& b) {
   struct NAME##_op : binary_pointwise<NAME##_op> {                                              \
     static constexpr const char* name = #NAME;                                                  \
     static constexpr bool elementwise = true;                                                   \
-    template <class A, class B> auto base(const A& a, const B& b) const {                       \
+    template <class A, class B> TOWER_ALWAYS_INLINE auto base(const A& a, const B& b) const {                       \
       if constexpr (std::is_same_v<NAME##_op, mul_op> && (is_tensor_v<A> || is_tensor_v<B>))       \
         if (auto r = detail::diagonal_product(a, b)) return std::move(*r);                      \
-      return kernels::zip(#NAME, a, b, [](auto x, auto y) { return KERNEL; });                   \
+      return kernels::zip(#NAME, a, b, [](auto x, auto y) TOWER_INLINE_LAMBDA { return KERNEL; });                   \
     }                                                                                           \
     template <class G, class O, class A, class B>                                               \
-    auto vjp(const G& g, [[maybe_unused]] const O& out, const A& a, const B& b) const {         \
+    TOWER_ALWAYS_INLINE auto vjp(const G& g, [[maybe_unused]] const O& out, const A& a, const B& b) const {         \
       const std::uint32_t need = detail::take_needed_inputs();                                  \
       return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(VJP_A, a); }), \
                              detail::gradient_if(need & 2u, [&] { return sum_to_like(VJP_B, b); })); \
     }                                                                                           \
     /* Both gradients on numbers, with no mask and no reduction: scalar_dual's local partials. */ \
     template <class G, class O, class A, class B>                                               \
-    auto number_vjp([[maybe_unused]] const G& g, [[maybe_unused]] const O& out, [[maybe_unused]] const A& a, [[maybe_unused]] const B& b) const { \
+    TOWER_ALWAYS_INLINE auto number_vjp([[maybe_unused]] const G& g, [[maybe_unused]] const O& out, [[maybe_unused]] const A& a, [[maybe_unused]] const B& b) const { \
       return std::make_tuple(VJP_A, VJP_B);                                                     \
     }                                                                                           \
     template <class O, class A, class B, class TA, class TB>                                   \
-    auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const A& a, [[maybe_unused]] const B& b, \
+    TOWER_ALWAYS_INLINE auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const A& a, [[maybe_unused]] const B& b, \
              [[maybe_unused]] const TA& ta, [[maybe_unused]] const TB& tb) const { return JVP; } \
   };
 
@@ -275,7 +275,7 @@ namespace detail {
 template <>
 struct dual_rule<div_op> {
   template <class A, class B>
-  static auto run(const A& a, const B& b) {
+  TOWER_ALWAYS_INLINE static auto run(const A& a, const B& b) {
     const B r = duals::lift<B>(1.0) / b;
     const B out = a * r;
     return std::make_pair(out, std::make_tuple(r, -(out * r)));
@@ -289,8 +289,8 @@ struct dual_rule<div_op> {
     static constexpr const char* name = #NAME;                                                  \
     static constexpr bool elementwise = true;                                                   \
     static constexpr bool differentiable = false;                                               \
-    template <class A, class B> auto base(const A& a, const B& b) const {                       \
-      return kernels::zip(#NAME, a, b, [](auto x, auto y) { return (EXPR) ? 1 : 0; });          \
+    template <class A, class B> TOWER_ALWAYS_INLINE auto base(const A& a, const B& b) const {                       \
+      return kernels::zip(#NAME, a, b, [](auto x, auto y) TOWER_INLINE_LAMBDA { return (EXPR) ? 1 : 0; });          \
     }                                                                                           \
   };
 TOWER_COMPARE_OP(eq, x == y)
@@ -306,32 +306,32 @@ TOWER_COMPARE_OP(ge, x >= y)
 struct where_op {
   static constexpr const char* name = "where";
   static constexpr bool elementwise = true;
-  template <class C, class A, class B> auto base(const C& c, const A& a, const B& b) const { return kernels::where(c, a, b); }
+  template <class C, class A, class B> TOWER_ALWAYS_INLINE auto base(const C& c, const A& a, const B& b) const { return kernels::where(c, a, b); }
   template <class BS, class C, class A, class B> auto batch(BS, const C& c, const A& a, const B& b) const {
     const std::int64_t r = std::max({logical_rank(c), logical_rank(a), logical_rank(b)});
     return call_op(*this, pad_batched(c, r), pad_batched(a, r), pad_batched(b, r));
   }
   template <class G, class O, class C, class A, class B>
-  auto vjp(const G& g, const O&, const C& c, const A& a, const B& b) const {
+  TOWER_ALWAYS_INLINE auto vjp(const G& g, const O&, const C& c, const A& a, const B& b) const {
     return std::make_tuple(zeros_like(c), sum_to_like(where(c, g, 0.0), a), sum_to_like(where(c, 0.0, g), b));
   }
   template <class O, class C, class A, class B, class TC, class TA, class TB>
-  auto jvp(const O&, const C& c, const A&, const B&, const TC&, const TA& ta, const TB& tb) const {
+  TOWER_ALWAYS_INLINE auto jvp(const O&, const C& c, const A&, const B&, const TC&, const TA& ta, const TB& tb) const {
     return where(c, ta, tb);
   }
 };
 
 // Operators on tower values (tensors, static wrappers); dyn::value has its own in its namespace.
 template <operand A, operand B> requires(tower_value<A> || tower_value<B>)
-auto operator+(const A& a, const B& b) { return call_op(add_op{}, a, b); }
+TOWER_ALWAYS_INLINE auto operator+(const A& a, const B& b) { return call_op(add_op{}, a, b); }
 template <operand A, operand B> requires(tower_value<A> || tower_value<B>)
-auto operator-(const A& a, const B& b) { return call_op(sub_op{}, a, b); }
+TOWER_ALWAYS_INLINE auto operator-(const A& a, const B& b) { return call_op(sub_op{}, a, b); }
 template <operand A, operand B> requires(tower_value<A> || tower_value<B>)
-auto operator*(const A& a, const B& b) { return call_op(mul_op{}, a, b); }
+TOWER_ALWAYS_INLINE auto operator*(const A& a, const B& b) { return call_op(mul_op{}, a, b); }
 template <operand A, operand B> requires(tower_value<A> || tower_value<B>)
-auto operator/(const A& a, const B& b) { return call_op(div_op{}, a, b); }
+TOWER_ALWAYS_INLINE auto operator/(const A& a, const B& b) { return call_op(div_op{}, a, b); }
 template <tower_value A>
-auto operator-(const A& a) { return call_op(neg_op{}, a); }
+TOWER_ALWAYS_INLINE auto operator-(const A& a) { return call_op(neg_op{}, a); }
 
 namespace detail {
 template <class A, class B>

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "dsl/pointwise.hpp"
+#include "tower/force_inline.hpp"
 #include "tower/elementwise_jet.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/kernels/vector_math.hpp"
@@ -26,7 +27,7 @@ template <class T, std::size_t n> using numbers = std::array<T, n>;
 
 /// Fn (a vmath function) of every number of x, a packet at a time.
 template <class Fn, class T, std::size_t n>
-numbers<T, n> packet_map(const numbers<T, n>& x) {
+TOWER_ALWAYS_INLINE numbers<T, n> packet_map(const numbers<T, n>& x) {
   numbers<T, n> r;
   kernels::vmath::apply<Fn>(x.data(), r.data(), static_cast<std::int64_t>(n));
   return r;
@@ -37,7 +38,7 @@ numbers<T, n> packet_map(const numbers<T, n>& x) {
 template <class Fn, class Derivatives>
 struct math_rule {
   template <class Op, class T, int N>
-  static elementwise_jet<T, N> run(const Op&, const elementwise_jet<T, N>& x) {
+  TOWER_ALWAYS_INLINE static elementwise_jet<T, N> run(const Op&, const elementwise_jet<T, N>& x) {
     constexpr std::size_t n = static_cast<std::size_t>(N);
     const auto& in = x.e;
     elementwise_jet<T, N> r;
@@ -65,9 +66,9 @@ struct math_rule {
   namespace jets {                                                                                       \
   struct NAME##_derivatives {                                                                            \
     template <class T, std::size_t n>                                                                    \
-    static void run([[maybe_unused]] const numbers<T, n>& x, [[maybe_unused]] const numbers<T, n>& f,   \
+    TOWER_ALWAYS_INLINE static void run([[maybe_unused]] const numbers<T, n>& x, [[maybe_unused]] const numbers<T, n>& f,   \
                     numbers<T, n>& d1, numbers<T, n>& d2) {                                              \
-      [[maybe_unused]] auto each = [](auto&& body) {                                                     \
+      [[maybe_unused]] auto each = [](auto&& body) TOWER_INLINE_LAMBDA {                                                     \
         for (std::size_t i = 0; i < n; ++i) body(i);                                                     \
       };                                                                                                 \
       BODY                                                                                               \
@@ -79,22 +80,22 @@ struct math_rule {
 namespace vm = kernels::vmath;
 // clang-format off
 TOWER_JET_MATH_RULE(exp,   d1 = f; d2 = f;)
-TOWER_JET_MATH_RULE(expm1, each([&](std::size_t i) { d1[i] = f[i] + T(1); }); d2 = d1;)
-TOWER_JET_MATH_RULE(log,   each([&](std::size_t i) { d1[i] = T(1) / x[i]; d2[i] = -(d1[i] * d1[i]); });)
-TOWER_JET_MATH_RULE(log1p, each([&](std::size_t i) { d1[i] = T(1) / (x[i] + T(1)); d2[i] = -(d1[i] * d1[i]); });)
-TOWER_JET_MATH_RULE(sin,   d1 = packet_map<vm::cos_fn>(x); each([&](std::size_t i) { d2[i] = -f[i]; });)
-TOWER_JET_MATH_RULE(cos,   d1 = packet_map<vm::sin_fn>(x); each([&](std::size_t i) { d1[i] = -d1[i]; d2[i] = -f[i]; });)
-TOWER_JET_MATH_RULE(tan,   each([&](std::size_t i) { d1[i] = f[i] * f[i] + T(1); d2[i] = T(2) * f[i] * d1[i]; });)
-TOWER_JET_MATH_RULE(tanh,  each([&](std::size_t i) { d1[i] = T(1) - f[i] * f[i]; d2[i] = T(-2) * f[i] * d1[i]; });)
+TOWER_JET_MATH_RULE(expm1, each([&](std::size_t i) TOWER_INLINE_LAMBDA { d1[i] = f[i] + T(1); }); d2 = d1;)
+TOWER_JET_MATH_RULE(log,   each([&](std::size_t i) TOWER_INLINE_LAMBDA { d1[i] = T(1) / x[i]; d2[i] = -(d1[i] * d1[i]); });)
+TOWER_JET_MATH_RULE(log1p, each([&](std::size_t i) TOWER_INLINE_LAMBDA { d1[i] = T(1) / (x[i] + T(1)); d2[i] = -(d1[i] * d1[i]); });)
+TOWER_JET_MATH_RULE(sin,   d1 = packet_map<vm::cos_fn>(x); each([&](std::size_t i) TOWER_INLINE_LAMBDA { d2[i] = -f[i]; });)
+TOWER_JET_MATH_RULE(cos,   d1 = packet_map<vm::sin_fn>(x); each([&](std::size_t i) TOWER_INLINE_LAMBDA { d1[i] = -d1[i]; d2[i] = -f[i]; });)
+TOWER_JET_MATH_RULE(tan,   each([&](std::size_t i) TOWER_INLINE_LAMBDA { d1[i] = f[i] * f[i] + T(1); d2[i] = T(2) * f[i] * d1[i]; });)
+TOWER_JET_MATH_RULE(tanh,  each([&](std::size_t i) TOWER_INLINE_LAMBDA { d1[i] = T(1) - f[i] * f[i]; d2[i] = T(-2) * f[i] * d1[i]; });)
 TOWER_JET_MATH_RULE(sinh,  d1 = packet_map<vm::cosh_fn>(x); d2 = f;)
 TOWER_JET_MATH_RULE(cosh,  d1 = packet_map<vm::sinh_fn>(x); d2 = f;)
-TOWER_JET_MATH_RULE(asin,  each([&](std::size_t i) { d1[i] = T(1) / std::sqrt(T(1) - x[i] * x[i]); d2[i] = x[i] * d1[i] * d1[i] * d1[i]; });)
-TOWER_JET_MATH_RULE(acos,  each([&](std::size_t i) { d1[i] = T(-1) / std::sqrt(T(1) - x[i] * x[i]); d2[i] = x[i] * d1[i] * d1[i] * d1[i]; });)
-TOWER_JET_MATH_RULE(atan,  each([&](std::size_t i) { d1[i] = T(1) / (x[i] * x[i] + T(1)); d2[i] = T(-2) * x[i] * d1[i] * d1[i]; });)
+TOWER_JET_MATH_RULE(asin,  each([&](std::size_t i) TOWER_INLINE_LAMBDA { d1[i] = T(1) / std::sqrt(T(1) - x[i] * x[i]); d2[i] = x[i] * d1[i] * d1[i] * d1[i]; });)
+TOWER_JET_MATH_RULE(acos,  each([&](std::size_t i) TOWER_INLINE_LAMBDA { d1[i] = T(-1) / std::sqrt(T(1) - x[i] * x[i]); d2[i] = x[i] * d1[i] * d1[i] * d1[i]; });)
+TOWER_JET_MATH_RULE(atan,  each([&](std::size_t i) TOWER_INLINE_LAMBDA { d1[i] = T(1) / (x[i] * x[i] + T(1)); d2[i] = T(-2) * x[i] * d1[i] * d1[i]; });)
 TOWER_JET_MATH_RULE(erf,
-  each([&](std::size_t i) { d1[i] = -(x[i] * x[i]); });
+  each([&](std::size_t i) TOWER_INLINE_LAMBDA { d1[i] = -(x[i] * x[i]); });
   d1 = packet_map<vm::exp_fn>(d1);
-  each([&](std::size_t i) { d1[i] *= T(1.1283791670955126); d2[i] = T(-2) * x[i] * d1[i]; });)
+  each([&](std::size_t i) TOWER_INLINE_LAMBDA { d1[i] *= T(1.1283791670955126); d2[i] = T(-2) * x[i] * d1[i]; });)
 // clang-format on
 #undef TOWER_JET_MATH_RULE
 

@@ -71,15 +71,15 @@ namespace detail {
 template <>
 struct fixed_rule<sum_op> {
   template <class X>
-  static auto total(const X& x) {
+  TOWER_ALWAYS_INLINE static auto total(const X& x) {
     if constexpr (!is_fixed_v<X>) {
       return x;
     } else {
-      return fixeds::tree_sum<0, static_cast<std::size_t>(X::size)>([&](auto j) { return total(x.e[decltype(j)::value]); });
+      return fixeds::tree_sum<0, static_cast<std::size_t>(X::size)>([&](auto j) TOWER_INLINE_LAMBDA { return total(x.e[decltype(j)::value]); });
     }
   }
   template <class X>
-  static auto run(const sum_op& op, const X& x) {
+  TOWER_ALWAYS_INLINE static auto run(const sum_op& op, const X& x) {
     if constexpr (!is_fixed_v<X>) {
       return dual_unsupported{};
     } else {
@@ -97,7 +97,7 @@ struct fixed_rule<sum_op> {
 template <>
 struct jet_rule<sum_op> {
   template <class X>
-  static auto run(const sum_op& op, const X& x) {
+  TOWER_ALWAYS_INLINE static auto run(const sum_op& op, const X& x) {
     if constexpr (!is_elementwise_jet_v<X>) {
       return dual_unsupported{};
     } else {
@@ -110,11 +110,11 @@ struct jet_rule<sum_op> {
 
 /// Sum of all elements (a scalar: rank 0).
 template <operand X>
-auto sum(const X& x) { return call_op(sum_op{}, x); }
+TOWER_ALWAYS_INLINE auto sum(const X& x) { return call_op(sum_op{}, x); }
 
 /// Sum over `dim` (negative counts from the end); with keepdim the dim stays as size 1.
 template <operand X>
-auto sum(const X& x, std::int64_t dim, bool keepdim = false) { return call_op(sum_op{{dim}, keepdim, false}, x); }
+TOWER_ALWAYS_INLINE auto sum(const X& x, std::int64_t dim, bool keepdim = false) { return call_op(sum_op{{dim}, keepdim, false}, x); }
 
 /// Sum over several dims.
 template <operand X>
@@ -237,7 +237,7 @@ namespace detail {
 template <bool Max>
 struct fixed_rule<extremum_op<Max>> {
   template <class X>
-  static auto run(const extremum_op<Max>& op, const X& x) {
+  TOWER_ALWAYS_INLINE static auto run(const extremum_op<Max>& op, const X& x) {
     if constexpr (!is_fixed_v<X>) {
       return dual_unsupported{};
     } else if constexpr (fixeds::rank<X>() != 1) {
@@ -248,7 +248,7 @@ struct fixed_rule<extremum_op<Max>> {
       const auto& d = op.r.dims;
       if (!(op.r.all || (d.size() == 1 && (d[0] == 0 || d[0] == -1))) || op.r.keepdim)
         throw error(std::string(extremum_op<Max>::name) + ": on a tw::fixed value only the extremum of all elements without keepdim is supported");
-      auto better = [](const auto& a, const auto& b) { return static_cast<bool>(Max ? gt(a, b) : lt(a, b)); };
+      auto better = [](const auto& a, const auto& b) TOWER_INLINE_LAMBDA { return static_cast<bool>(Max ? gt(a, b) : lt(a, b)); };
       const double start = Max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
       std::size_t best = 0;
       bool found = false, nan = false;
@@ -291,8 +291,8 @@ double reduced_count(const char* op, const reduction_dims& r, const X& x) {
   for (auto d : r.dims_for(op, static_cast<std::int64_t>(xs.size()))) n *= static_cast<double>(xs[static_cast<std::size_t>(d)]);
   return n;
 }
-template <class X> auto sum_r(const X& x, const reduction_dims& r) { return call_op(sum_op{r.dims, r.keepdim, r.all}, x); }
-template <class X> auto amax_r(const X& x, const reduction_dims& r) { return call_op(amax_op{{}, r}, x); }
+template <class X> TOWER_ALWAYS_INLINE auto sum_r(const X& x, const reduction_dims& r) { return call_op(sum_op{r.dims, r.keepdim, r.all}, x); }
+template <class X> TOWER_ALWAYS_INLINE auto amax_r(const X& x, const reduction_dims& r) { return call_op(amax_op{{}, r}, x); }
 }  // namespace detail
 
 // Reductions composed of the primitives above (their rules follow from the composition).

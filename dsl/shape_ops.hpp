@@ -43,7 +43,7 @@ struct reshape_op {
 
 /// x with a new shape (one entry may be -1); the data order is unchanged.
 template <operand X>
-auto reshape(const X& x, shape_t s) { return call_op(reshape_op{std::move(s)}, x); }
+TOWER_ALWAYS_INLINE auto reshape(const X& x, shape_t s) { return call_op(reshape_op{std::move(s)}, x); }
 
 /// Sums g down to the logical shape of x (the VJP of broadcasting).
 template <class G, class X>
@@ -71,7 +71,7 @@ struct broadcast_to_op {
 };
 
 template <operand X>
-auto broadcast_to(const X& x, shape_t s) {
+TOWER_ALWAYS_INLINE auto broadcast_to(const X& x, shape_t s) {
   checked_numel("broadcast_to", s);  // before a batching rule adds the batch to it
   return call_op(broadcast_to_op{std::move(s)}, x);
 }
@@ -97,7 +97,7 @@ struct movedim_op {
 
 /// x with dimension `src` moved to position `dst`.
 template <operand X>
-auto movedim(const X& x, std::int64_t src, std::int64_t dst) { return call_op(movedim_op{src, dst}, x); }
+TOWER_ALWAYS_INLINE auto movedim(const X& x, std::int64_t src, std::int64_t dst) { return call_op(movedim_op{src, dst}, x); }
 
 /// The single value of a one-element value, as a scalar at every level.
 struct item_op {
@@ -158,7 +158,7 @@ struct full_like_op {
   template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
 };
 
-template <operand X> auto full_like(const X& x, double fill) { return call_op(full_like_op{fill}, x); }
+template <operand X> TOWER_ALWAYS_INLINE auto full_like(const X& x, double fill) { return call_op(full_like_op{fill}, x); }
 
 inline constexpr op_fn<ones_like_op> ones_like{};
 inline constexpr op_fn<zeros_like_op> zeros_like{};
@@ -171,8 +171,8 @@ template <class X> auto zeros_like_value(const X& x) {
   if constexpr (is_tensor_v<X>) return kept_per_thread<kernels::element_t<X>>(x.shape(), [&] { return call_op(zeros_like_op{}, x); });
   else return call_op(zeros_like_op{}, x);
 }
-template <class X> auto reshape_value(const X& x, const shape_t& s) { return call_op(reshape_op{s}, x); }
-template <class X> auto broadcast_values(const X& x, const shape_t& s) { return call_op(broadcast_to_op{s}, x); }
+template <class X> TOWER_ALWAYS_INLINE auto reshape_value(const X& x, const shape_t& s) { return call_op(reshape_op{s}, x); }
+template <class X> TOWER_ALWAYS_INLINE auto broadcast_values(const X& x, const shape_t& s) { return call_op(broadcast_to_op{s}, x); }
 template <class V, class G>
 auto cast_adjoint(const G& g) {
   if constexpr (is_scalar_type_v<V>) return call_op(item_op{}, g);

@@ -22,6 +22,7 @@
 #include "tower/error.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/pool_allocator.hpp"
+#include "tower/scalar_dual.hpp"
 #include "tower/static_values.hpp"
 #include "tower/tensor.hpp"
 #include "tower/transform_type.hpp"
@@ -44,11 +45,11 @@ class value {
   template <class W>
     requires is_static_wrapper_v<W>
   value(const W& w);  // NOLINT: implicit on purpose, so erased functions accept static values
-  /// A tw::fixed of grad's tape-free numbers (not of plain numbers): vmap's fixed-rows loop
-  /// instantiates f on these to see whether f runs on them; f calling type-erased code then
+  /// Grad's tape-free numbers, or a tw::fixed of them (not of plain numbers): vmap's per-example
+  /// loop instantiates f on these to see whether f runs on them; f calling type-erased code then
   /// returns a dyn::value, which tells the loop to decline (so this never runs: it throws).
   template <class X>
-    requires(is_fixed_v<X> && !std::is_arithmetic_v<detail::fixeds::scalar_t<X>>)
+    requires((is_fixed_v<X> && !std::is_arithmetic_v<detail::fixeds::scalar_t<X>>) || is_scalar_dual_v<X>)
   value(const X&) {  // NOLINT: implicit, as above
     throw error("dyn::value: internal: grad's tape-free numbers reached type-erased code");
   }

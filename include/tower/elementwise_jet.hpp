@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tower/force_inline.hpp"
 #include "tower/fixed.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/jet2.hpp"
@@ -40,7 +41,7 @@ template <class T, int N> using dense_t = jet2<T, N>;
 /// The element of input i as a value of all n inputs (the first derivatives at both levels and
 /// the second at (i, i); the rest structural zeros).
 template <class T, int N>
-dense_t<T, N> dense(const element_t<T>& x, std::size_t i) {
+TOWER_ALWAYS_INLINE dense_t<T, N> dense(const element_t<T>& x, std::size_t i) {
   dense_t<T, N> r;
   r.v = x.v;
   r.g.fill(T(0));
@@ -89,10 +90,10 @@ namespace jets {
 
 /// x's elements as dense values (a fixed of them); anything else as it is.
 template <class X>
-auto dense_if_jet(const X& x) {
+TOWER_ALWAYS_INLINE auto dense_if_jet(const X& x) {
   if constexpr (is_elementwise_jet_v<X>) {
     using T = typename X::scalar_type;
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) TOWER_INLINE_LAMBDA {
       return fixed<dense_t<T, X::size>, X::size>{{x.e[I]...}};
     }(std::make_index_sequence<static_cast<std::size_t>(X::size)>{});
   } else {
@@ -102,17 +103,17 @@ auto dense_if_jet(const X& x) {
 
 /// The sum of all elements: gradient d_i, Hessian diag(d2_i).
 template <class T, int N>
-dense_t<T, N> total(const elementwise_jet<T, N>& x) {
+TOWER_ALWAYS_INLINE dense_t<T, N> total(const elementwise_jet<T, N>& x) {
   constexpr std::size_t n = static_cast<std::size_t>(N);
   dense_t<T, N> r;
-  r.v = fixeds::tree_sum<0, n>([&](auto i) { return x.e.v[decltype(i)::value]; });
+  r.v = fixeds::tree_sum<0, n>([&](auto i) TOWER_INLINE_LAMBDA { return x.e.v[decltype(i)::value]; });
   const bool on = is_grad_enabled();  // under tw::no_grad, a constant (as a sum of the elements is)
   if (on) {
     // Whole rows written at once (a select per row), not a zero fill and then scalar stores on
     // the diagonal, which the next op's vector loads of those rows would stall on.
     r.g = x.e.g;
-    [&]<std::size_t... K>(std::index_sequence<K...>) {  // row K: a constant mask of x.e.h
-      auto row = [&](std::size_t k) {
+    [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {  // row K: a constant mask of x.e.h
+      auto row = [&](std::size_t k) TOWER_INLINE_LAMBDA {
         for (std::size_t j = 0; j < n; ++j) r.h[k * n + j] = j == k ? x.e.h[j] : T(0);
       };
       (row(K), ...);
@@ -135,7 +136,7 @@ constexpr bool aligned() {
 }
 
 template <std::size_t I, class X>
-decltype(auto) lane(const X& x) {
+TOWER_ALWAYS_INLINE decltype(auto) lane(const X& x) {
   if constexpr (is_elementwise_jet_v<X>) return x.e.element(I);
   else if constexpr (is_fixed_v<X>) return (x.e[X::size == 1 ? 0 : I]);
   else return (x);
@@ -149,19 +150,19 @@ struct first_jet<A, R...> : std::conditional_t<is_elementwise_jet_v<A>, std::typ
 /// the op's generic rule (jet2_call, hyper-duals); fixed<bool, N> for a comparison; or, when an
 /// element's result is not a jet2<T, 1>, the op on dense values.
 template <class J, class Op, class... A>
-auto per_element(const Op& op, const A&... a) {
+TOWER_ALWAYS_INLINE auto per_element(const Op& op, const A&... a) {
   using T = typename J::scalar_type;
   constexpr std::size_t N = static_cast<std::size_t>(J::size);
   using E = decltype(call_op(op, lane<0>(a)...));
-  auto at = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) { return call_op(op, lane<I>(a)...); };
+  auto at = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) TOWER_INLINE_LAMBDA { return call_op(op, lane<I>(a)...); };
   if constexpr (std::is_same_v<E, element_t<T>>) {
     J r;
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) TOWER_INLINE_LAMBDA {
       (r.e.set(I, at(std::integral_constant<std::size_t, I>{})), ...);
     }(std::make_index_sequence<N>{});
     return r;
   } else if constexpr (std::is_arithmetic_v<E>) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {  // a comparison: plain values
+    return [&]<std::size_t... I>(std::index_sequence<I...>) TOWER_INLINE_LAMBDA {  // a comparison: plain values
       return fixed<E, static_cast<int>(N)>{{at(std::integral_constant<std::size_t, I>{})...}};
     }(std::make_index_sequence<N>{});
   } else {
@@ -173,7 +174,7 @@ auto per_element(const Op& op, const A&... a) {
 /// An op with an elementwise_jet argument (call_op routes here): the op's jet_rule if it has one,
 /// element by element if it is elementwise, else on dense values.
 template <class Op, class... A>
-auto jet_call(const Op& op, const A&... a) {
+TOWER_ALWAYS_INLINE auto jet_call(const Op& op, const A&... a) {
   using J = typename jets::first_jet<A...>::type;
   if constexpr (requires { jet_rule<Op>::run(op, a...); }) {
     return jet_rule<Op>::run(op, a...);

@@ -4,7 +4,7 @@
 //
 //   tw::fixed<double, 3> r{1.0, 2.0, 2.0};
 //   double e = tw::sum(r * r);                      // 9
-//   tw::fixed<double, 3> g = tw::grad([](auto r) { return tw::sum(r * r); })(r);   // {2, 4, 4}
+//   tw::fixed<double, 3> g = tw::grad([](auto r) TOWER_INLINE_LAMBDA { return tw::sum(r * r); })(r);   // {2, 4, 4}
 //
 // Elementwise ops (broadcasting numbers, and a size-1 or lower-rank fixed, against it), sum,
 // dot and vecdot run element by element at compile time (fixed_ops.hpp): the code is what one
@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "tower/error.hpp"
+#include "tower/force_inline.hpp"
 #include "tower/tensor.hpp"
 
 namespace tower {
@@ -35,7 +36,7 @@ struct fixed {
   static constexpr int size = N;
   std::array<T, static_cast<std::size_t>(N)> e;
 
-  constexpr T& operator[](std::size_t i) { return e[i]; }
+  constexpr T& operator[](std::size_t i) TOWER_INLINE_LAMBDA { return e[i]; }
   constexpr const T& operator[](std::size_t i) const { return e[i]; }
 };
 
@@ -82,7 +83,7 @@ void append_shape(shape_t& s) {
 
 /// Calls f(element) on every element in row-major order.
 template <class X, class F>
-constexpr void for_each(const X& x, F&& f) {
+TOWER_ALWAYS_INLINE constexpr void for_each(const X& x, F&& f) {
   if constexpr (is_fixed_v<X>) for (const auto& y : x.e) for_each(y, f);
   else f(x);
 }
@@ -90,14 +91,14 @@ constexpr void for_each(const X& x, F&& f) {
 /// term(0) + ... + term(N - 1) as a balanced tree of additions: log2(N) dependent adds instead
 /// of N, so a sum of a few numbers is not one long latency chain (and rounds more evenly).
 template <std::size_t Lo, std::size_t N, class Term>
-constexpr auto tree_sum(const Term& term) {
+TOWER_ALWAYS_INLINE constexpr auto tree_sum(const Term& term) {
   if constexpr (N == 1) return term(std::integral_constant<std::size_t, Lo>{});
   else return tree_sum<Lo, N / 2>(term) + tree_sum<Lo + N / 2, N - N / 2>(term);
 }
 
 /// Element K of x in row-major order.
 template <std::size_t K, class X>
-constexpr const auto& flat(const X& x) {
+TOWER_ALWAYS_INLINE constexpr const auto& flat(const X& x) {
   if constexpr (!is_fixed_v<X>) {
     return x;
   } else {
@@ -108,10 +109,10 @@ constexpr const auto& flat(const X& x) {
 
 /// The fixed of shape X whose elements are g(0), g(1), ... in row-major order.
 template <class X, class G, std::size_t Offset = 0>
-constexpr auto generate(const G& g) {
+TOWER_ALWAYS_INLINE constexpr auto generate(const G& g) {
   if constexpr (is_fixed_v<X>) {
     using E = typename X::value_type;
-    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+    return [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
       using R = decltype(generate<E, G, Offset>(g));
       return fixed<R, X::size>{{generate<E, G, Offset + J * static_cast<std::size_t>(numel<E>())>(g)...}};
     }(std::make_index_sequence<static_cast<std::size_t>(X::size)>{});
@@ -136,7 +137,7 @@ template <class T, int N>
 tensor<detail::fixeds::scalar_t<T>> to_tensor(const fixed<T, N>& x) {
   buffer<detail::fixeds::scalar_t<T>> data;
   data.reserve(static_cast<std::size_t>(detail::fixeds::numel<fixed<T, N>>()));
-  detail::fixeds::for_each(x, [&](const auto& v) { data.push_back(v); });
+  detail::fixeds::for_each(x, [&](const auto& v) TOWER_INLINE_LAMBDA { data.push_back(v); });
   return tensor<detail::fixeds::scalar_t<T>>(fixed_shape<fixed<T, N>>(), std::move(data));
 }
 
@@ -147,7 +148,7 @@ X to_fixed(const tensor<T>& x) {
   if (x.shape() != fixed_shape<X>())
     throw error("to_fixed: expected a tensor of shape " + detail::shape_str(fixed_shape<X>()) + ", got " + detail::shape_str(x.shape()));
   const T* p = x.data();
-  return detail::fixeds::generate<X>([&](auto k) { return static_cast<detail::fixeds::scalar_t<X>>(p[decltype(k)::value]); });
+  return detail::fixeds::generate<X>([&](auto k) TOWER_INLINE_LAMBDA { return static_cast<detail::fixeds::scalar_t<X>>(p[decltype(k)::value]); });
 }
 
 }  // namespace tower

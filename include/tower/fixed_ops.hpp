@@ -42,7 +42,7 @@ template <class X> constexpr int size() {
 /// Element j of x along the outermost dim of rank R: x itself when it has a lower rank
 /// (broadcast), element 0 of a size-1 dim.
 template <int R, std::size_t J, class X>
-decltype(auto) element(const X& x) {
+TOWER_ALWAYS_INLINE decltype(auto) element(const X& x) {
   if constexpr (rank<X>() < R) return (x);
   else if constexpr (size<X>() == 1) return (x.e[0]);
   else return (x.e[J]);
@@ -60,7 +60,7 @@ constexpr int common_size() {
 }
 
 template <class Op, class... A>
-auto elementwise(const Op& op, const A&... a) {
+TOWER_ALWAYS_INLINE auto elementwise(const Op& op, const A&... a) {
   constexpr int R = std::max({rank<A>()...});
   constexpr int N = common_size<R, A...>();
   // On numbers a size mismatch is the caller's bug. On grad's tape-free values it gives way
@@ -72,8 +72,8 @@ auto elementwise(const Op& op, const A&... a) {
   if constexpr (N <= 0 || is_dual_unsupported_v<E> || !std::is_same_v<E, std::remove_cvref_t<E>>) {
     return dual_unsupported{};
   } else {
-    auto at = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) { return call_op(op, element<R, J>(a)...); };
-    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+    auto at = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) TOWER_INLINE_LAMBDA { return call_op(op, element<R, J>(a)...); };
+    return [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
       return fixed<E, N>{{at(std::integral_constant<std::size_t, J>{})...}};
     }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
   }
@@ -90,7 +90,7 @@ decltype(auto) tensor_if_fixed(const X& x) {
 
 /// An op with a fixed argument (call_op).
 template <class Op, class... A>
-auto fixed_call(const Op& op, const A&... a) {
+TOWER_ALWAYS_INLINE auto fixed_call(const Op& op, const A&... a) {
   if constexpr (!(fixeds::element_like_v<A> && ...)) {
     // Mixed with a tensor or a transform's tensor: a fixed of numbers is a tensor to it.
     if constexpr (((!is_fixed_v<A> || std::is_arithmetic_v<fixeds::scalar_t<A>>) && ...)) return call_op(op, fixeds::tensor_if_fixed(a)...);

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tower/force_inline.hpp"
 #include "tower/op_traits.hpp"
 #include "tower/scalar_dual.hpp"
 
@@ -63,11 +64,11 @@ constexpr std::size_t rank_among() {
 /// op on a..., the c-th argument of type J as a hyper-dual seeded in direction c (numbers as
 /// they are): its value and first and second partials.
 template <class J, class Op, class... A>
-auto run_seeded(const Op& op, const A&... a) {
+TOWER_ALWAYS_INLINE auto run_seeded(const Op& op, const A&... a) {
   using T = typename J::value_type;
   constexpr int C = static_cast<int>(positions<J, A...>().second);
   const auto args = std::forward_as_tuple(a...);
-  auto seeded = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+  auto seeded = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) TOWER_INLINE_LAMBDA {
     const auto& x = std::get<I>(args);
     if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(x)>, J>) {
       return x;
@@ -76,7 +77,7 @@ auto run_seeded(const Op& op, const A&... a) {
       return duals::seed<scalar_dual<T, C>, C, c>(duals::seed<T, C, c>(x.v));
     }
   };
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) TOWER_INLINE_LAMBDA {
     return call_op(op, seeded(std::integral_constant<std::size_t, I>{})...);
   }(std::index_sequence_for<A...>{});
 }
@@ -85,7 +86,7 @@ auto run_seeded(const Op& op, const A&... a) {
 /// function of its own with one return: GCC builds r in the caller's storage only then (with
 /// discarded `if constexpr` returns beside it, it copies the 600 bytes of a jet2 on R^8).
 template <class J, class Op, class... A>
-J chain(const Op& op, const A&... a) {
+TOWER_ALWAYS_INLINE J chain(const Op& op, const A&... a) {
   using T = typename J::value_type;
   constexpr std::size_t N = static_cast<std::size_t>(J::inputs);
   constexpr auto carried = positions<J, A...>();
@@ -97,7 +98,7 @@ J chain(const Op& op, const A&... a) {
   // Checked once here, the grad mode is a known constant in every rule below (the compiler
   // drops their no_grad branches and the structural-zero tests with them).
   if (!is_grad_enabled()) {  // under tw::no_grad the result is a constant
-    auto value = [](const auto& x) {
+    auto value = [](const auto& x) TOWER_INLINE_LAMBDA {
       if constexpr (is_jet2_v<decltype(x)>) return x.v;
       else return x;
     };
@@ -107,14 +108,14 @@ J chain(const Op& op, const A&... a) {
   } else {
     const O out = run();
     r.v = out.v.v;
-    auto jet = [&]<std::size_t c>(std::integral_constant<std::size_t, c>) -> const J& { return std::get<carried.first[c]>(args); };
+    auto jet = [&]<std::size_t c>(std::integral_constant<std::size_t, c>) TOWER_INLINE_LAMBDA -> const J& { return std::get<carried.first[c]>(args); };
     // The terms that are not structural zeros: first order phi_c (g_c, H_c), second order
     // phi_cd g_c g_d^T.
     std::array<const J*, C> x1{};
     std::array<T, C> p1{};
     std::size_t n1 = 0;
-    [&]<std::size_t... c>(std::index_sequence<c...>) {
-      auto one = [&]<std::size_t k>(std::integral_constant<std::size_t, k> ck) {
+    [&]<std::size_t... c>(std::index_sequence<c...>) TOWER_INLINE_LAMBDA {
+      auto one = [&]<std::size_t k>(std::integral_constant<std::size_t, k> ck) TOWER_INLINE_LAMBDA {
         if (!((out.v.nonzero >> k) & 1u)) return;
         x1[n1] = &jet(ck);
         p1[n1++] = duals::tangent<k>(out.v);
@@ -124,8 +125,8 @@ J chain(const Op& op, const A&... a) {
     std::array<const J*, C * C> x2{}, y2{};
     std::array<T, C * C> p2{};
     std::size_t n2 = 0;
-    [&]<std::size_t... cd>(std::index_sequence<cd...>) {
-      auto one = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
+    [&]<std::size_t... cd>(std::index_sequence<cd...>) TOWER_INLINE_LAMBDA {
+      auto one = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) TOWER_INLINE_LAMBDA {
         constexpr std::size_t c = k / C, d = k % C;
         if (!((out.nonzero >> c) & 1u)) return;
         const scalar_dual<T, static_cast<int>(C)> outer = duals::tangent<c>(out);
@@ -188,7 +189,7 @@ J chain(const Op& op, const A&... a) {
 /// An op with jet2 arguments (call_op routes here): the partials from one run on hyper-duals,
 /// then the chain rule. Numbers are constants; anything else gives dual_unsupported.
 template <class Op, class... A>
-auto jet2_call(const Op& op, const A&... a) {
+TOWER_ALWAYS_INLINE auto jet2_call(const Op& op, const A&... a) {
   using J = typename jet2s::first<A...>::type;
   using T = typename J::value_type;
   if constexpr (!((std::is_same_v<std::remove_cvref_t<A>, J> || std::is_arithmetic_v<std::remove_cvref_t<A>>) && ...)) {

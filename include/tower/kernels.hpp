@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tower/force_inline.hpp"
 #include "tower/error.hpp"
 #include "tower/kernels/transpose.hpp"
 #include "tower/kernels/vector_math.hpp"
@@ -198,7 +199,7 @@ TOWER_NO_ALIAS_LOOP
 }
 
 template <class X, class F>
-auto map(const X& x, F&& f) {
+TOWER_ALWAYS_INLINE auto map(const X& x, F&& f) {
   if constexpr (is_plain_scalar_v<X>) {
     return static_cast<X>(f(x));
   } else {
@@ -223,7 +224,7 @@ auto filled(const X& x, double v) {
 /// The vmath function Fn (kernels/vector_math.hpp) on x: <cmath> on a number, libmvec a packet
 /// at a time on a tensor.
 template <class Fn, class X>
-auto map_math(const X& x) {
+TOWER_ALWAYS_INLINE auto map_math(const X& x) {
   if constexpr (is_plain_scalar_v<X>) {
     return Fn::scalar(x);
   } else {
@@ -254,7 +255,7 @@ bool all_finite(const T* p, std::int64_t n) {
 }
 
 template <class A, class B, class F>
-auto zip(const char* op, const A& a, const B& b, F&& f) {
+TOWER_ALWAYS_INLINE auto zip(const char* op, const A& a, const B& b, F&& f) {
   static_assert(!(is_tensor_v<A> && is_tensor_v<B>) || std::is_same_v<element_t<A>, element_t<B>>,
                 "tower: binary op mixes tensor<float> and tensor<double>; convert one first");
   using T = common_element_t<A, B>;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tower/force_inline.hpp"
 #include "tower/diagnostics.hpp"
 #include "tower/elementwise_jet.hpp"
 #include "tower/jet2.hpp"
@@ -32,7 +33,7 @@ concept tower_value = is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X> ||
 
 namespace detail {
 template <class X>
-decltype(auto) as_operand(const X& x) {
+TOWER_ALWAYS_INLINE decltype(auto) as_operand(const X& x) {
   if constexpr (std::is_integral_v<X>) return static_cast<double>(x);
   else return (x);
 }
@@ -42,7 +43,7 @@ dyn::value runtime_call(const Op& op, const A&... a);  // runtime_dispatch.hpp
 
 /// Runs `op` on the arguments through the interpreter stack.
 template <class Op, class... A>
-auto call_op(const Op& op, const A&... a) {
+TOWER_ALWAYS_INLINE auto call_op(const Op& op, const A&... a) {
   if constexpr ((diagnostics::is_failed_v<A> || ...)) return diagnostics::failed{};
   else if constexpr ((is_dual_unsupported_v<A> || ...)) return dual_unsupported{};
   else if constexpr ((is_elementwise_jet_v<A> || ...)) return detail::jet_call(op, detail::as_operand(a)...);
@@ -58,7 +59,7 @@ auto call_op(const Op& op, const A&... a) {
 template <class Op>
 struct op_fn {
   template <operand... A>
-  auto operator()(const A&... a) const { return call_op(Op{}, a...); }
+  TOWER_ALWAYS_INLINE auto operator()(const A&... a) const { return call_op(Op{}, a...); }
 };
 
 // ---- helpers for batching rules (generic over both paths) -----------------------------------

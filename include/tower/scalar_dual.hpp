@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "tower/error.hpp"
+#include "tower/force_inline.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/op_traits.hpp"
 #include "tower/static_values.hpp"
@@ -103,12 +104,12 @@ template <class X> constexpr int depth() {
 
 /// x as a T: a number or a shallower scalar_dual is a constant (zero tangents) at T's levels.
 template <class T, class X>
-T lift(const X& x) {
+TOWER_ALWAYS_INLINE T lift(const X& x) {
   if constexpr (std::is_same_v<T, std::remove_cvref_t<X>>) {
     return x;
   } else if constexpr (is_scalar_dual_v<T>) {
     using U = typename T::value_type;
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
       return T{lift<U>(x), {(static_cast<void>(K), lift<U>(-0.0))...}, 0u};
     }(std::make_index_sequence<static_cast<std::size_t>(T::directions)>{});
   } else {
@@ -119,22 +120,22 @@ T lift(const X& x) {
 /// Tangent K of x: s * d[K], or the structural zero -0.0 when bit K of the mask is clear (not
 /// s * -0.0, which is NaN when s is infinite: sqrt at 0 has no effect on an unrelated input).
 template <std::size_t K, class T, int N, bool S>
-T tangent(const scalar_dual<T, N, S>& x) {
+TOWER_ALWAYS_INLINE T tangent(const scalar_dual<T, N, S>& x) {
   if constexpr (std::is_arithmetic_v<T>) return (x.nonzero >> K) & 1u ? x.s * x.d[K] : T(-0.0);
   else return x.d[K];
 }
 
 /// A T-valued scalar_dual with tangent e_Own: an argument's element seeded in its own direction.
 template <class T, int N, std::size_t Own, bool Share = false>
-scalar_dual<T, N, Share> seed(const T& v) {
-  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+TOWER_ALWAYS_INLINE scalar_dual<T, N, Share> seed(const T& v) {
+  return [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
     return scalar_dual<T, N, Share>{v, {lift<T>(K == Own ? 1.0 : -0.0)...}, std::uint32_t{1} << Own};
   }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
 }
 
 /// The number under every level of x.
 template <class X>
-auto base_value(const X& x) {
+TOWER_ALWAYS_INLINE auto base_value(const X& x) {
   if constexpr (is_scalar_dual_v<X>) return base_value(x.v);
   else return x;
 }
@@ -144,7 +145,7 @@ template <class X>
 constexpr bool contains_unsupported() {
   if constexpr (is_dual_unsupported_v<X>) return true;
   else if constexpr (requires { typename std::tuple_size<X>::type; std::get<0>(std::declval<X>()); })
-    return []<std::size_t... K>(std::index_sequence<K...>) {
+    return []<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
       return (false || ... || contains_unsupported<std::remove_cvref_t<std::tuple_element_t<K, X>>>());
     }(std::make_index_sequence<std::tuple_size_v<X>>{});
   else return false;
@@ -182,35 +183,35 @@ template <class Op> struct dual_rule {};
 /// fused loop's loads conditional); the mask stays the union of the arguments' masks, a constant
 /// after inlining, so that reading a tangent (duals::tangent) never branches either.
 template <class D, class T, class P, class... A>
-D push_tangents(const T& out, const P& partials, const A&... a) {
+TOWER_ALWAYS_INLINE D push_tangents(const T& out, const P& partials, const A&... a) {
   constexpr auto carried = duals::carried_positions<D, A...>();
   constexpr auto directions = std::make_index_sequence<static_cast<std::size_t>(D::directions)>{};
   const auto args = std::forward_as_tuple(a...);
   const bool on = is_grad_enabled();
   // -0.0 is the structural zero: x + (-0.0) is x for every x, so the compiler drops those sums.
   const T zero = duals::lift<T>(-0.0);
-  const std::uint32_t nonzero = [&]<std::size_t... J>(std::index_sequence<J...>) {
+  const std::uint32_t nonzero = [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
     return (0u | ... | std::get<carried.first[J]>(args).nonzero);
   }(std::make_index_sequence<carried.second>{});
   // The factor argument J's stored d is multiplied by: its partial, times its scale on numbers.
-  auto factor = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) -> T {
+  auto factor = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) TOWER_INLINE_LAMBDA -> T {
     const auto& x = std::get<carried.first[J]>(args);
     if constexpr (std::is_arithmetic_v<T>) return std::get<carried.first[J]>(partials) * x.s;
     else return std::get<carried.first[J]>(partials);
   };
-  auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>, std::integral_constant<std::size_t, J> j) {
+  auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>, std::integral_constant<std::size_t, J> j) TOWER_INLINE_LAMBDA {
     const auto& x = std::get<carried.first[J]>(args);
     return (x.nonzero >> K) & 1u ? T(factor(j) * x.d[K]) : zero;
   };
-  auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K> k, std::index_sequence<J...>) {
+  auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K> k, std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
     return (... + term(k, std::integral_constant<std::size_t, J>{}));
   };
-  auto summed = [&]<std::size_t... K>(std::index_sequence<K...>) {
+  auto summed = [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
     return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}, nonzero};
   };
   if constexpr (std::is_arithmetic_v<T> && carried.second == 1) {
     const auto& x = std::get<carried.first[0]>(args);
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
       D r{out, {(on ? x.d[K] : zero)...}, nonzero};
       r.s = on ? factor(std::integral_constant<std::size_t, 0>{}) : T(1);
       return r;
@@ -225,20 +226,20 @@ D push_tangents(const T& out, const P& partials, const A&... a) {
     using bits_t = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
     const auto& x0 = std::get<carried.first[0]>(args);
     // The differing bits of the masks and the d of each argument against the first, OR-ed.
-    const bits_t differ = [&]<std::size_t... J>(std::index_sequence<J...>) {
-      auto against_first = [&](const D& x) {
-        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    const bits_t differ = [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
+      auto against_first = [&](const D& x) TOWER_INLINE_LAMBDA {
+        return [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
           return bits_t(x.nonzero ^ x0.nonzero) | (... | (std::bit_cast<bits_t>(x.d[K]) ^ std::bit_cast<bits_t>(x0.d[K])));
         }(directions);
       };
       return (bits_t(0) | ... | against_first(std::get<carried.first[J + 1]>(args)));
     }(std::make_index_sequence<carried.second - 1>{});
     const bool shared = differ == 0;
-    const T scale = [&]<std::size_t... J>(std::index_sequence<J...>) {
+    const T scale = [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
       return (... + factor(std::integral_constant<std::size_t, J>{}));
     }(std::make_index_sequence<carried.second>{});
     const D full = summed(directions);
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
       D r{out, {(shared ? (on ? x0.d[K] : zero) : full.d[K])...}, nonzero};
       r.s = shared && on ? scale : T(1);
       return r;
@@ -251,7 +252,7 @@ D push_tangents(const T& out, const P& partials, const A&... a) {
 /// An op on scalar_duals (call_op routes here): the kernel on the values, the local partials from
 /// the VJP rule with a unit cotangent (or the op's dual_rule), the tangents through them.
 template <class Op, class... A>
-auto dual_call(const Op& op, const A&... a) {
+TOWER_ALWAYS_INLINE auto dual_call(const Op& op, const A&... a) {
   namespace du = duals;
   if constexpr (((!is_scalar_dual_v<A> && !std::is_arithmetic_v<A>) || ...)) {
     return dual_unsupported{};
@@ -259,7 +260,7 @@ auto dual_call(const Op& op, const A&... a) {
     using D = typename du::deepest<A...>::type;
     using T = typename D::value_type;
     // Arguments of type D carry tangents; everything else is a constant at D's level.
-    auto value = [](const auto& x) -> T {
+    auto value = [](const auto& x) TOWER_INLINE_LAMBDA -> T {
       if constexpr (du::carries<decltype(x), D>()) return x.v;
       else return du::lift<T>(x);
     };

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tower/force_inline.hpp"
 #include "tower/fixed.hpp"
 #include "tower/kernels.hpp"
 #include "tower/tensor.hpp"
@@ -184,9 +185,9 @@ template <class F, class InDims, class OutDims, class... A>
 [[gnu::flatten]] auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
   auto src = fused::sources<InDims>(a...);
   const bool prev = is_grad_enabled();
-  auto example = [&](std::int64_t b) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return f.forward_body(prev, [&]() -> decltype(auto) {
+  auto example = [&](std::int64_t b) TOWER_INLINE_LAMBDA {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) TOWER_INLINE_LAMBDA {
+      return f.forward_body(prev, [&]() TOWER_INLINE_LAMBDA -> decltype(auto) {
         using D = entry_t<InDims, I>;
         const auto* p = std::get<I>(src);
         if constexpr (std::is_same_v<D, none_t>) {
@@ -201,7 +202,7 @@ template <class F, class InDims, class OutDims, class... A>
             std::memcpy(x.e.data(), row, sizeof(x.e));
             return x;
           } else {
-            return fixeds::generate<example_t<InDims, I, A>>([&](auto k) { return row[decltype(k)::value]; });
+            return fixeds::generate<example_t<InDims, I, A>>([&](auto k) TOWER_INLINE_LAMBDA { return row[decltype(k)::value]; });
           }
         } else {
           return p[b];
@@ -211,12 +212,12 @@ template <class F, class InDims, class OutDims, class... A>
   };
   using R = std::remove_cvref_t<decltype(example(0))>;
   constexpr std::size_t C = components<R>();
-  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+  return [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
     static_assert((storable_v<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>> && ...),
                   "vmap: internal: the fixed path's per-example results must be numbers or tw::fixed values");
     std::tuple<column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>...> cols{
         column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>(bs)...};
-    auto put = [&](std::int64_t b) {
+    auto put = [&](std::int64_t b) TOWER_INLINE_LAMBDA {
       const R r = example(b);
       (std::get<K>(cols).store(b, component<K>(r)), ...);
     };
@@ -385,11 +386,62 @@ std::optional<R> try_rows_at(const F& f, const InDims& in, const OutDims& out, c
   }
 }
 
+/// The batch size when every batched argument is a [B] tensor batched along dim 0 (or -1), else
+/// 0: then f sees a number per example.
+template <class InDims, class... A>
+std::int64_t numbers_size(const InDims& in, const A&... a) {
+  bool ok = true;
+  std::int64_t bs = -1;
+  auto one = [&]<std::size_t I, class X>(std::integral_constant<std::size_t, I>, const X& x) {
+    if constexpr (fused::is_batched_arg_v<InDims, I>) {
+      if constexpr (!is_tensor_v<X>) {
+        ok = false;
+      } else {
+        const std::int64_t d = fused::in_dim<InDims, I>(in);
+        if (x.dim() != 1 || !(d == 0 || d == -1) || (bs >= 0 && x.size(0) != bs)) ok = false;
+        else bs = x.size(0);
+      }
+    }
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (one(std::integral_constant<std::size_t, I>{}, a), ...); }(std::index_sequence_for<A...>{});
+  return ok && bs > 0 ? bs : 0;
+}
+
+/// strategy::automatic on functions of numbers: every batched argument [B], so f runs once per
+/// example on numbers (grad without a tape), the loop one writes by hand. Same instantiation as
+/// in_dims of ints on the fixed path; none when f does not run on numbers.
+template <class InDims, std::size_t... I>
+auto explicit_dims(const InDims& in, std::index_sequence<I...>) {
+  return in_dims_t<std::remove_cvref_t<decltype(fused::in_dim<InDims, I>(in))>...>{{fused::in_dim<InDims, I>(in)...}};
+}
+template <class R, class F, class InDims, class OutDims, class... A>
+std::optional<R> try_numbers(const F& f, const InDims& in, const OutDims& out, const A&... a) {
+  using In = decltype(explicit_dims(in, std::index_sequence_for<A...>{}));  // "0 everywhere" spelled out
+  // (Nested: a Hessian's probe on numbers does not compile, so it is never asked.)
+  if constexpr (first_order<F>()) {
+    if constexpr (applies<F, In, A...>()) {
+      if constexpr (std::is_same_v<decltype(run<F, In>(f, out, 1, a...)), R>) {
+        // As for fixed rows: an error on the first example lets batching rules run f and report it.
+        if (const std::int64_t bs = numbers_size(in, a...); bs > 0) try {
+            return run<F, In>(f, out, bs, a...);
+          } catch (const error&) {
+          }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 /// vmap_transform's hook for strategy::automatic (R: the batched form's result type).
 template <class R, class F, class InDims, class OutDims, class... A>
 std::optional<R> try_automatic_rows(const F& f, const InDims& in, const OutDims& out, const A&... a) {
-  if constexpr (TOWER_AUTOMATIC_FIXED_ROWS < 1 || !requires { F::forward_path; }) return std::nullopt;
-  else return try_rows_at<R, 0>(f, in, out, a...);
+  if constexpr (!requires { F::forward_path; }) {
+    return std::nullopt;
+  } else {
+    if (auto r = try_numbers<R>(f, in, out, a...)) return r;
+    if constexpr (TOWER_AUTOMATIC_FIXED_ROWS < 1) return std::nullopt;
+    else return try_rows_at<R, 0>(f, in, out, a...);
+  }
 }
 
 }  // namespace tower::detail::fused_fixed

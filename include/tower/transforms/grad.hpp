@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "dsl/shape_ops.hpp"
+#include "tower/force_inline.hpp"
 #include "tower/bridge.hpp"
 #include "tower/cotangent_seed.hpp"
 #include "tower/diagnostics.hpp"
@@ -108,6 +109,11 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
+    } else if constexpr ((std::is_arithmetic_v<A> && ...) && !detail::may_capture_values<F>() && forward_ok<A...>()) {
+      // A function of numbers that holds no values: forward mode without a tape, as hand-written
+      // code. (One that holds values may hold an enclosing tape-free grad's number, whose type is
+      // the one this grad would seed: forward mode would confuse the two, so it takes the tape.)
+      return forward(a...);
     } else {
       constexpr int L = pytree_level<A...>() + 1;
       return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
@@ -165,38 +171,38 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   /// outside). vmap's fused form calls this in its loop over examples. `flatten` inlines f and
   /// every op into it: straight-line code is the point of this path.
   template <class... A>
-  [[gnu::always_inline, gnu::flatten]] inline auto forward_body(bool prev, const A&... a) const {
+  [[gnu::flatten]] inline auto forward_body(bool prev, const A&... a) const {
     using X = forward_input_t<A...>;
     using D = scalar_dual<X, directions<A...>(), shares_tangents<X, directions<A...>()>>;
     namespace du = detail::duals;
-    auto result = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto result = [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
       return f(forward_arg<K, A...>(a)...);
     }(std::index_sequence_for<A...>{});
-    const auto& value = [&]() -> decltype(auto) {
+    const auto& value = [&]() TOWER_INLINE_LAMBDA -> decltype(auto) {
       if constexpr (HasAux) return std::get<0>(result);
       else return (result);
     }();
     using V = std::remove_cvref_t<decltype(value)>;
     // Grad mode off outside a nested tape-free grad: its work is a constant at the levels below.
-    auto outside = [&](const X& x) -> X {
+    auto outside = [&](const X& x) TOWER_INLINE_LAMBDA -> X {
       if constexpr (is_scalar_dual_v<X>) return prev ? x : du::lift<X>(du::base_value(x));
       else return x;
     };
-    auto direction = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) -> X {
+    auto direction = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) TOWER_INLINE_LAMBDA -> X {
       if constexpr (!std::is_same_v<V, D>) return du::lift<X>(0.0);
       else if constexpr (std::is_arithmetic_v<X>) return du::tangent<K>(value) + X(0);  // a structural zero is -0.0: +0.0 as the tape gives
       else return outside(du::tangent<K>(value));
     };
     // The gradient of the J-th differentiated argument: its directions, shaped like it.
-    auto grad_of = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
+    auto grad_of = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) TOWER_INLINE_LAMBDA {
       using Arg = arg_t<static_cast<std::size_t>(detail::nth<J, I...>()), A...>;
       constexpr std::size_t first = offset<J, A...>();
       if constexpr (is_fixed_v<Arg>)
-        return detail::fixeds::generate<Arg>([&](auto k) { return direction(std::integral_constant<std::size_t, first + decltype(k)::value>{}); });
+        return detail::fixeds::generate<Arg>([&](auto k) TOWER_INLINE_LAMBDA { return direction(std::integral_constant<std::size_t, first + decltype(k)::value>{}); });
       else
         return direction(std::integral_constant<std::size_t, first>{});
     };
-    auto grads = [&]<std::size_t... J>(std::index_sequence<J...>) {
+    auto grads = [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
       if constexpr (sizeof...(J) == 1) return grad_of(std::integral_constant<std::size_t, 0>{});
       else return std::make_tuple(grad_of(std::integral_constant<std::size_t, J>{})...);
     }(std::make_index_sequence<sizeof...(I)>{});
@@ -204,8 +210,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       if constexpr (std::is_same_v<V, D>) return outside(value.v);
       else return value;
     };
-    auto aux = [&](const auto& r) {
-      return tree_map([](const auto& leaf) {
+    auto aux = [&](const auto& r) TOWER_INLINE_LAMBDA {
+      return tree_map([](const auto& leaf) TOWER_INLINE_LAMBDA {
         if constexpr (std::is_same_v<std::remove_cvref_t<decltype(leaf)>, D>) return leaf.v;
         else return leaf;
       }, std::get<1>(r));

@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tower/force_inline.hpp"
 #include "tower/elementwise_jet.hpp"
 #include "tower/jet2.hpp"
 #include "tower/fixed.hpp"
@@ -39,7 +40,7 @@ template <class G, int K> struct hessian_of<jacfwd_transform<G, argnums_t<K>>, K
 
 /// Argument J of a... for a transform of argument K: a_J itself, or seed(a_K) when J == K.
 template <int K, std::size_t J, class Seed, class... A>
-decltype(auto) seeded_arg(const Seed& seed, const A&... a) {
+TOWER_ALWAYS_INLINE decltype(auto) seeded_arg(const Seed& seed, const A&... a) {
   const auto& x = std::get<J>(std::tie(a...));
   if constexpr (J != static_cast<std::size_t>(K)) return (x);
   else return seed(x);
@@ -52,7 +53,7 @@ struct hessian_forward {
 
   /// x as elementwise jets: element i with d/dx_i = 1.
   template <class X>
-  static auto seed(const X& x) {
+  static TOWER_ALWAYS_INLINE auto seed(const X& x) {
     using T = typename X::value_type;
     elementwise_jet<T, X::size> r;
     for (std::size_t i = 0; i < static_cast<std::size_t>(X::size); ++i) r.e.v[i] = x.e[i];
@@ -62,12 +63,12 @@ struct hessian_forward {
   }
   template <std::size_t J, class... A>
   static decltype(auto) seeded(const A&... a) {
-    return seeded_arg<K, J>([](const auto& x) { return seed(x); }, a...);
+    return seeded_arg<K, J>([](const auto& x) TOWER_INLINE_LAMBDA { return seed(x); }, a...);
   }
 
   template <class... A>
-  static auto call(const G& g, const A&... a) {
-    return [&]<std::size_t... J>(std::index_sequence<J...>) { return g(seeded<J>(a...)...); }(std::index_sequence_for<A...>{});
+  static TOWER_ALWAYS_INLINE auto call(const G& g, const A&... a) {
+    return [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA { return g(seeded<J>(a...)...); }(std::index_sequence_for<A...>{});
   }
 
   /// Whether this path takes these arguments (see the header comment).
@@ -81,10 +82,10 @@ struct hessian_forward {
       return false;
     } else {
       using T = typename arg_t<A...>::value_type;
-      using S = typename decltype([]<std::size_t... J>(std::index_sequence<J...>) {
+      using S = typename decltype([]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
         return std::type_identity<std::tuple<std::remove_cvref_t<decltype(seeded<J>(std::declval<const A&>()...))>...>>{};
       }(std::index_sequence_for<A...>{}))::type;
-      constexpr bool invocable = []<class... Sd>(std::type_identity<std::tuple<Sd...>>) { return std::is_invocable_v<const G&, const Sd&...>; }(std::type_identity<S>{});
+      constexpr bool invocable = []<class... Sd>(std::type_identity<std::tuple<Sd...>>) TOWER_INLINE_LAMBDA { return std::is_invocable_v<const G&, const Sd&...>; }(std::type_identity<S>{});
       if constexpr (!invocable) return false;
       else {
         using R = std::remove_cvref_t<decltype(call(std::declval<const G&>(), std::declval<const A&>()...))>;
@@ -95,7 +96,7 @@ struct hessian_forward {
 
   /// The Hessian as fixed<fixed<T, n>, n>: row k is the derivative of df/dx_k.
   template <class... A>
-  static auto run(const G& g, const A&... a) {
+  static TOWER_ALWAYS_INLINE auto run(const G& g, const A&... a) {
     using X = arg_t<A...>;
     using T = typename X::value_type;
     const auto out = call(g, a...);

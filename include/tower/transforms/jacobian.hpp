@@ -20,6 +20,7 @@
 
 #include "dsl/reduce.hpp"
 #include "dsl/shape_ops.hpp"
+#include "tower/force_inline.hpp"
 #include "tower/transforms/grad.hpp"
 #include "tower/transforms/hessian_forward.hpp"
 #include "tower/transforms/jvp.hpp"
@@ -364,7 +365,7 @@ struct jacobian_entry {
   }
   /// The forward path with grad mode on; `prev` is the mode outside (vmap's fused loop sets it once).
   template <class... A>
-  auto forward_body(bool prev, const A&... a) const {
+  TOWER_ALWAYS_INLINE auto forward_body(bool prev, const A&... a) const {
     return forward_jacobian<F, I...>::run(static_cast<const Derived&>(*this).f, prev, a...);
   }
   template <class... A>
