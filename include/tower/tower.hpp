@@ -1,11 +1,15 @@
 #pragma once
 // tower: composable function transforms (vmap, grad, ...) for C++, with the interpreter stack
-// resolved at compile time. One include for everything.
+// resolved at compile time. One include for everything: the transforms, the ops (dsl/), the
+// runtime path, pytrees and the Eigen interop (tower/eigen.hpp).
 //
 //   #include <tower/tower.hpp>
 //   namespace tw = tower;
 //   auto loss = [](auto w, auto x) { return tw::log(1.0 + tw::exp(-tw::dot(w, x))); };
 //   tw::tensor<double> G = tw::vmap(tw::grad(loss), tw::in_dims(tw::none, 0))(w, X);  // [B, d]
+#include "tower/config.hpp"  // first: a clear #error below C++20
+#include "tower/version.hpp"
+#if TOWER_CXX20
 #include "dsl/layout.hpp"
 #include "dsl/linalg.hpp"
 #include "dsl/nn.hpp"
@@ -33,3 +37,5 @@
 #include "tower/pytree.hpp"
 #include "dsl/random.hpp"
 #include "tower/bridge.hpp"
+#include "tower/eigen.hpp"
+#endif  // TOWER_CXX20
