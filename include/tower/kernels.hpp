@@ -220,7 +220,7 @@ auto filled(const X& x, double v) {
   }
 }
 
-/// The vmath function Fn (kernels/vector_math.hpp) on x: <cmath> on a number, libmvec a packet
+/// The vmath function Fn (kernels/vector_math.hpp) on x: `<cmath>` on a number, libmvec a packet
 /// at a time on a tensor.
 template <class Fn, class X>
 auto map_math(const X& x) {
