@@ -13,10 +13,12 @@
 // clang reports each loop marked TOWER_NO_ALIAS_LOOP (kernels.hpp: vectorize(assume_safety)) that
 // it leaves scalar at -O2, e.g. a per-example function that calls libm: not a fault, and not
 // the user's to fix. The pragma covers tower's headers included here, not the user's code.
-#if defined(__clang__) && __has_warning("-Wpass-failed")
+#if defined(__clang__)
+#if __has_warning("-Wpass-failed")  // (nested: g++ cannot parse __has_warning)
 #define TOWER_IGNORE_PASS_FAILED 1
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Wpass-failed"
+#endif
 #endif
 #include "dsl/layout.hpp"
 #include "dsl/linalg.hpp"
