@@ -221,7 +221,7 @@ auto filled(const X& x, double v) {
   }
 }
 
-/// The vmath function Fn (kernels/vector_math.hpp) on x: <cmath> on a number, libmvec a packet
+/// The vmath function Fn (kernels/vector_math.hpp) on x: `<cmath>` on a number, libmvec a packet
 /// at a time on a tensor.
 template <class Fn, class X>
 TOWER_ALWAYS_INLINE auto map_math(const X& x) {

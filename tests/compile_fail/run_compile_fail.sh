@@ -9,6 +9,7 @@
 #                               contain MESSAGE (every "expect:" line must be contained);
 #   // expect-clang: MESSAGE    the same for clang++ (tower's --config=clang), whose first line is a
 #                               static_assert: its message and the requirement that names the types.
+#   // flags: FLAGS             extra compiler flags, after the build's (e.g. -std=c++17).
 # A snippet that starts compiling fails its test, on either compiler.
 set -uo pipefail
 
@@ -23,6 +24,8 @@ name=$(basename "$src")
 # The build's language and warning flags (.bazelrc) and tower's include paths. -fsyntax-only:
 # the static checks fire during template instantiation; no code generation is needed.
 flags=(-std=c++20 -Wall -Wextra -Werror -fsyntax-only -I"$root/include" -I"$root" -isystem /usr/include/eigen3)
+read -ra extra <<<"$(sed -n 's|^// flags: ||p' "$src")"
+flags+=("${extra[@]}")
 
 failures=0
 check() {  # check COMPILER TAG

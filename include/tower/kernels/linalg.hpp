@@ -1,9 +1,6 @@
 #pragma once
 // Linear-algebra base kernels on tensor<T>, computed by Eigen (GEMM, LU, Cholesky) over the
 // trailing two dims, with NumPy broadcasting of the leading (batch) dims.
-#include <Eigen/Cholesky>
-#include <Eigen/Core>
-#include <Eigen/LU>
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -12,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tower/kernels/eigen_headers.hpp"
 #include "tower/kernels.hpp"
 
 namespace tower::kernels {

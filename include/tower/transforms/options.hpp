@@ -55,6 +55,7 @@ auto to_in_dim_entry(const D& d) {
 
 /// Per-argument batch dims of vmap: an int (negative counts from the end), tw::none, or
 /// tw::fixed_rows<N>; for a tuple-like argument, a std::tuple of entries per element (nested pytrees).
+/// A single int means every argument: tw::in_dims(0) on f(x, y) is tw::in_dims(0, 0).
 template <class... D>
 struct in_dims_t {
   std::tuple<D...> dims;
@@ -64,6 +65,13 @@ template <class... D>
 constexpr auto in_dims(D... d) {
   return in_dims_t<detail::in_dim_entry_t<D>...>{{detail::to_in_dim_entry(d)...}};
 }
+
+namespace detail {
+/// in_dims(d) with a single int: for a function of several arguments it means d for every
+/// argument (vmap_transform spells it out as one entry per argument).
+template <class InDims> inline constexpr bool is_single_int_in_dims_v = false;
+template <> inline constexpr bool is_single_int_in_dims_v<in_dims_t<std::int64_t>> = true;
+}  // namespace detail
 
 /// Per-output dims where vmap puts the batch.
 template <class... D>

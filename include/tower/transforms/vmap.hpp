@@ -155,7 +155,9 @@ struct vmap_transform {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    if constexpr (detail::fused_fixed::involved<InDims, A...>()) {
+    if constexpr (detail::is_single_int_in_dims_v<InDims> && sizeof...(A) > 1) {
+      return every_argument<A...>()(a...);  // in_dims(d) on several arguments: d for each
+    } else if constexpr (detail::fused_fixed::involved<InDims, A...>()) {
       return run_fixed(a...);  // tw::fixed_rows in in_dims, or tw::fixed arguments (fused_fixed.hpp)
     } else if constexpr (!decltype(check<A...>())::value) {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
@@ -185,6 +187,15 @@ struct vmap_transform {
   }
 
  private:
+  /// This vmap with in_dims(d) spelled out as in_dims(d, d, ...), one entry per argument, so
+  /// that every form of vmap (fused, packets, rows) applies as it does to that spelling.
+  template <class... A>
+  auto every_argument() const {
+    const std::int64_t d = std::get<0>(in.dims);
+    using All = in_dims_t<std::conditional_t<true, std::int64_t, A>...>;
+    return vmap_transform<F, All, OutDims, Strategy, Floor>{f, All{{(static_cast<void>(sizeof(A)), d)...}}, out, opts};
+  }
+
   /// vmap with tw::fixed_rows entries or tw::fixed arguments: the per-example loop on fixed
   /// values when it applies, else this vmap on tensors with each fixed_rows<N> entry 0.
   template <class... A>
