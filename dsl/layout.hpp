@@ -117,6 +117,8 @@ template <operand X> auto flatten(const X& x, std::int64_t start = 0, std::int64
 /// torch's expand: broadcast_to where -1 keeps a dim's size.
 template <operand X> auto expand(const X& x, shape_t s) {
   const shape_t xs = shape(x);
+  if (s.size() < xs.size())
+    throw error("expand: shape " + detail::shape_str(s) + " has fewer dims than the value's shape " + detail::shape_str(xs));
   for (std::size_t k = 0; k < s.size(); ++k)
     if (s[k] == -1) {
       const std::size_t lead = s.size() - xs.size();

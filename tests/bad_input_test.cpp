@@ -59,21 +59,26 @@ void require_bad(const bad_case& c) {
 }
 
 /// The cases on values of type V: tensor<double> (static path) or tw::dyn::value (runtime path).
-/// Each op also runs under grad (the static tape or runtime grad nodes), where it sees wrapped
-/// values.
+/// Each op also runs under grad (the static tape or runtime grad nodes) and under vmap, where it
+/// sees wrapped values. Under vmap a kernel's message has the physical shape (docs/diagnostics.md,
+/// "known limits"): there only the op's name is looked for.
 template <class V>
 std::vector<bad_case> op_cases() {
   const tensor<double> x = sample({4}), m = sample({2, 3}), e = tw::zeros<double>({0});
   auto v = [](const tensor<double>& t) { return V(t); };
-  // op(x) directly, and inside grad(sum(op(x))).
+  // op(x) directly, inside grad(sum(op(x))), and inside vmap over two copies of x.
   std::vector<bad_case> cases;
   auto add = [&](std::string what, const tensor<double>& arg, auto op, std::vector<std::string> needles,
                  std::vector<std::string> excluded = {}) {
     cases.push_back({what, [=] { (void)op(v(arg)); }, needles, excluded});
-    if constexpr (std::is_same_v<V, value>)
+    const tensor<double> args = stack({arg, arg});
+    if constexpr (std::is_same_v<V, value>) {
       cases.push_back({what + " (under grad)", [=] { (void)tw::grad(rfn([=](value a) { return tw::sum(op(a)); }))(arg); }, needles, excluded});
-    else
+      cases.push_back({what + " (under vmap)", [=] { (void)tw::vmap(rfn([=](value a) { return op(a); }))(args); }, {needles.front()}});
+    } else {
       cases.push_back({what + " (under grad)", [=] { (void)tw::grad([=](auto a) { return tw::sum(op(a)); })(arg); }, needles, excluded});
+      cases.push_back({what + " (under vmap)", [=] { (void)tw::vmap([=](auto a) { return op(a); })(args); }, {needles.front()}});
+    }
   };
   // Slicing: start + length must not overflow.
   add("narrow: start + length overflows", x, [](auto a) { return tw::narrow(a, 0, int64_max, 2); }, {"narrow", "[4]"});
@@ -95,6 +100,7 @@ std::vector<bad_case> op_cases() {
       {"expand", "[4611686018427387904, 8, 4]"});
   // Negative sizes.
   add("reshape: negative size", x, [](auto a) { return tw::reshape(a, {-2, -2}); }, {"reshape", "[-2, -2]"});
+  add("expand: fewer dims", m, [](auto a) { return tw::expand(a, {-1}); }, {"expand", "[-1]", "[2, 3]"});
   add("expand: negative size", x, [](auto a) { return tw::expand(a, {-2, 4}); }, {"expand", "[-2, 4]"});
   add("broadcast_to: negative size", x, [](auto a) { return tw::broadcast_to(a, {-1, 4}); }, {"broadcast_to", "[-1, 4]"});
   // Errors that name the op the user called, with the user's shapes.
