@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "tower/interpreter_stack.hpp"
+#include "tower/pytree.hpp"
 #include "tower/static_dispatch.hpp"
 
 namespace tower::detail {
@@ -54,6 +55,39 @@ constexpr int predicted_level() {
   int l = 0;
   ((l = l < level_of<A>() ? level_of<A>() : l), ...);
   return l + 1;
+}
+
+/// The function a transform of F finally calls: F, or for a tower transform the function it wraps.
+template <class F> struct innermost_function { using type = F; };
+template <class F> requires requires { typename F::wrapped_function; }
+struct innermost_function<F> : innermost_function<typename F::wrapped_function> {};
+
+/// The level a user-facing static transform of F runs at on arguments A...: one above every level
+/// the arguments carry and, when F may hold values, every level F's result on them carries. A
+/// level the arguments do not show comes from a value F captured from a live transform
+/// (vmap(x -> vmap(y -> x + y)(Y))(X), d/dx [x · d/dy (x·y)]). The transform runs above it, so
+/// its fresh values never share that level, and its result keeps the dependence (the inner vmap's
+/// output is batched by the outer vmap, the inner grad's gradient is tracked by the outer grad),
+/// as functorch's does. F's result type comes from the function F finally calls, on A... as they
+/// are: plain values there carry no level, so captured levels are all its result carries beyond A.
+template <class F, class... A>
+constexpr int closure_level() {
+  constexpr int l = pytree_level<A...>();
+  using G = typename innermost_function<F>::type;
+  if constexpr (!may_capture_values<F>() || !std::is_invocable_v<const G&, const A&...>) {
+    return l + 1;
+  } else {
+    constexpr int r = pytree_level<std::invoke_result_t<const G&, const A&...>>();
+    return (r > l ? r : l) + 1;
+  }
+}
+
+/// closure_level for a user-facing transform (Floor 0); inside a tower composite, whose entry
+/// made that prediction (see run_at_level's Floor), one above the arguments' levels.
+template <int Floor, class F, class... A>
+constexpr int entry_level() {
+  if constexpr (Floor == 0) return closure_level<F, A...>();
+  else return pytree_level<A...>() + 1;
 }
 
 /// The closure case: a transform call whose level P is at or below the live level `live`. With a
