@@ -122,7 +122,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
     } else {
-      constexpr int L = detail::entry_level<Floor, F, A...>();
+      constexpr int L = pytree_level<A...>() + 1;
       return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
     }
   }
@@ -308,7 +308,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return std::type_identity<std::tuple<const std::conditional_t<true, dyn::value, A>&...>>{};
     } else {
-      constexpr int L = detail::entry_level<Floor, F, A...>();
+      constexpr int L = pytree_level<A...>() + 1;
       return []<std::size_t... K>(std::index_sequence<K...>) {
         return std::type_identity<std::tuple<decltype(wrap<L, K, A, A...>(std::declval<const A&>(), std::declval<detail::grad_tape&>(), 0))&...>>{};
       }(std::index_sequence_for<A...>{});

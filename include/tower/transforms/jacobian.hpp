@@ -279,7 +279,7 @@ auto vjp(F f, const P&... primals) {
   auto out = f(detail::for_function<F>(primals)...);
   auto vjp_fn = [f, xs = std::make_tuple(detail::for_function<F>(primals)...)](const auto& ct) {
     return std::apply([&](const auto&... x) {
-      constexpr int L = std::max(pytree_level<std::remove_cvref_t<decltype(ct)>, P...>() + 1, detail::closure_level<F, P...>());
+      constexpr int L = pytree_level<std::remove_cvref_t<decltype(ct)>, P...>() + 1;
       return detail::run_composite<L>("vjp", [&](auto floor) {
         auto g = detail::vjp_apply<decltype(floor)::value>(f, detail::argnums_of(std::index_sequence_for<P...>{}), ct, x...);
         if constexpr (sizeof...(P) == 1) return std::make_tuple(std::move(g));
@@ -383,7 +383,7 @@ struct jacobian_entry {
     } else {
       static_assert(sizeof(typename Derived::template check<A...>) > 0);
       if constexpr ((is_dyn_v<A> || ...)) return self.template body<0>(a...);
-      else return run_composite<closure_level<F, A...>(), may_capture_values<F>()>(Derived::name, [&](auto floor) { return self.template body<decltype(floor)::value>(a...); });
+      else return run_composite<pytree_level<A...>() + 1, may_capture_values<F>()>(Derived::name, [&](auto floor) { return self.template body<decltype(floor)::value>(a...); });
     }
   }
 };

@@ -7,7 +7,6 @@
 // Each primal becomes dual<P, T, L> (its tangent may carry levels the primal does not, so
 // vmap over tangents — jacfwd — works), and every op inside f runs its JVP rule. jvp runs f
 // with forward mode on and remembers the mode outside (prev_fwd_grad_mode), like grad.
-#include <algorithm>
 #include <array>
 #include <string>
 #include <tuple>
@@ -38,7 +37,7 @@ auto split_dual(const R& r) {
 
 template <int Floor, class F, class... P, class... T>
 auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
-  constexpr int L = std::max(pytree_level<P..., T...>() + 1, entry_level<Floor, F, P...>());
+  constexpr int L = pytree_level<P..., T...>() + 1;
   return run_at_level<L, Floor, may_capture_values<F>()>("jvp", [&](auto level) {
     constexpr int Lv = decltype(level)::value;
     const bool prev = is_fwd_grad_enabled();

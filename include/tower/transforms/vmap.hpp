@@ -166,7 +166,7 @@ struct vmap_transform {
       return detail::try_fused_vmap<Strategy>(f, in, out, a...);  // per example / per packet (fused_vmap.hpp)
     } else {
       static_assert((is_pytree_v<A> && ...), "vmap: arguments must be numbers, tensors or pytrees of them");
-      constexpr int L = detail::entry_level<Floor, F, A...>();
+      constexpr int L = pytree_level<A...>() + 1;
       auto batched_run = [&] {
         return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
       };
@@ -236,7 +236,7 @@ struct vmap_transform {
     if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return std::type_identity<std::tuple<const std::conditional_t<true, dyn::value, A>&...>>{};
     } else {
-      constexpr int L = detail::entry_level<Floor, F, A...>();
+      constexpr int L = pytree_level<A...>() + 1;
       return []<std::size_t... I>(std::index_sequence<I...>) {
         return std::type_identity<std::tuple<decltype(std::declval<const vmap_transform&>().template wrap<L, I>(
             std::declval<const A&>(), std::int64_t{}, std::uint64_t{}))&...>>{};
