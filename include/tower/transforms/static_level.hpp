@@ -7,8 +7,10 @@
 // the argument types do not show — the call runs an instantiation at a level `closure_level_step`
 // higher instead, above every live level, so captured and fresh values never share a level.
 // Its result is converted to the predicted type; that is lossless when the result does not
-// depend on the captured value through levels the predicted type lacks, and otherwise raises
-// tower::error (never a wrong number).
+// depend on the captured value through levels the predicted type lacks. When it does, the result
+// at that higher level carries the captured levels in its type, and the call runs just above them
+// instead (widened_level), returning a result that keeps them. A dependence that no type shows
+// raises tower::error (never a wrong number).
 //
 // A function that holds no values — an empty class (a captureless lambda, tw::sin) or tower's
 // transforms of one — cannot have captured anything: it runs at the predicted level with the
