@@ -271,6 +271,35 @@ template <operand X> auto stack(const std::vector<X>& xs, std::int64_t dim = 0) 
 }
 template <operand X> auto stack(std::initializer_list<X> xs, std::int64_t dim = 0) { return stack(std::vector<X>(xs), dim); }
 
+namespace detail {
+template <class A>
+A cat_fold(std::int64_t, const A& a) { return a; }
+template <class A, class B, class... R>
+auto cat_fold(std::int64_t dim, const A& a, const B& b, const R&... r) { return cat_fold(dim, call_op(cat_op{dim}, a, b), r...); }
+}  // namespace detail
+
+/// Values of different types joined along dim, left to right: a plain value with one a transform
+/// wraps (torch.cat([c, x]) inside vmap is tw::cat(std::tuple{c, x})), which no std::vector holds.
+template <operand... X>
+  requires(sizeof...(X) >= 1)
+auto cat(const std::tuple<X...>& xs, std::int64_t dim = 0) {
+  return std::apply([&](const auto&... x) { return detail::cat_fold(dim, detail::as_operand(x)...); }, xs);
+}
+
+/// Values of different types (of one shape) stacked along a new dim: tw::stack(std::tuple{c, x}).
+template <operand... X>
+  requires(sizeof...(X) >= 1)
+auto stack(const std::tuple<X...>& xs, std::int64_t dim = 0) {
+  return std::apply([&](const auto& first, const auto&... rest) {
+    auto same = [&](const auto& x) {
+      if (shape(x) != shape(first))
+        throw error("stack: shapes differ: " + detail::shape_str(shape(first)) + " and " + detail::shape_str(shape(x)));
+      return unsqueeze(x, dim);
+    };
+    return detail::cat_fold(dim, unsqueeze(first, dim), same(rest)...);
+  }, xs);
+}
+
 /// Pieces of `size` along dim (the last may be smaller), as torch.split.
 template <operand X> auto split(const X& x, std::int64_t size, std::int64_t dim = 0) {
   if (size <= 0) throw error("split: size must be positive, got " + std::to_string(size));

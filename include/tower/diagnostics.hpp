@@ -232,6 +232,16 @@ template <class F, class Traced> using traced_result_t = typename traced_result<
 template <class F, class Traced> inline constexpr bool is_traced_invocable_v = false;
 template <class F, class... W> inline constexpr bool is_traced_invocable_v<F, std::tuple<W...>> = std::is_invocable_v<const F&, W...>;
 
+/// Whether F, called with the traced values, returns a value holding dual_unsupported: it mixed a
+/// tape-free transform's numbers (vmap's probes instantiate f on them) with values they cannot
+/// carry. The transform then returns dual_unsupported too, so the tape-free transform around it
+/// declines, instead of reporting a result f only returns in a probe.
+template <class F, class Traced>
+constexpr bool traced_result_unsupported() {
+  if constexpr (!is_traced_invocable_v<F, Traced>) return false;
+  else return detail::duals::contains_unsupported<std::remove_cvref_t<traced_result_t<F, Traced>>>();
+}
+
 template <class... W>
 constexpr diagnostic traced_list(std::type_identity<std::tuple<W...>>) { return type_list<std::remove_cvref_t<W>...>(); }
 

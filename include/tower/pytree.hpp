@@ -161,6 +161,35 @@ template <class X, class... A>
 using lift_levels_over_t = typename detail::lift_over<
     std::remove_cvref_t<X>, decltype(std::tuple_cat(std::declval<typename detail::leaf_types<std::remove_cvref_t<A>>::type>()...))>::type;
 
+/// Whether a static value's type carries level l anywhere: in a wrapper, a grad value's adjoint
+/// type or a dual's tangent type.
+template <class X>
+constexpr bool carries_level(int l) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (!is_static_wrapper_v<D>) return false;
+  else if constexpr (D::key == transform_type::vmap) return D::level == l || carries_level<typename D::physical_type>(l);
+  else if constexpr (D::key == transform_type::grad)
+    return D::level == l || carries_level<typename D::primal_type>(l) || carries_level<typename D::adjoint_type>(l);
+  else return D::level == l || carries_level<typename D::primal_type>(l) || carries_level<typename D::tangent_type>(l);
+}
+
+/// Whether any leaf of the pytree X carries level l.
+template <class X>
+constexpr bool tree_carries_level(int l) {
+  return []<class... L>(std::type_identity<std::tuple<L...>>, int lv) {
+    return (carries_level<L>(lv) || ...);
+  }(std::type_identity<typename detail::leaf_types<std::remove_cvref_t<X>>::type>{}, l);
+}
+
+/// Whether the pytree R carries a level in [lo, hi) that none of the pytrees A... carries: a
+/// level of a value a function captured (its arguments do not show it).
+template <class R, class... A>
+constexpr bool carries_levels_beyond(int lo, int hi) {
+  for (int l = lo; l < hi; ++l)
+    if (tree_carries_level<R>(l) && !(tree_carries_level<A>(l) || ...)) return true;
+  return false;
+}
+
 /// The highest level any leaf of the pytrees A... carries.
 template <class... A>
 constexpr int pytree_level() {

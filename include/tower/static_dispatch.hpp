@@ -59,8 +59,13 @@ constexpr auto interpreters_of() {
 template <class... A>
 constexpr auto static_stack_of() {
   auto all = hana::flatten(hana::make_tuple(interpreters_of<A>()...));
+  // By level, then key: values of two transforms at one level (a value captured from an enclosing
+  // transform, in an instantiation that the level check never runs) still dispatch, each
+  // interpreter taking only its own wrappers.
   auto sorted = hana::sort(all, [](auto a, auto b) {
-    return hana::bool_c<(decltype(a)::type::level_v < decltype(b)::type::level_v)>;
+    using Ia = typename decltype(a)::type;
+    using Ib = typename decltype(b)::type;
+    return hana::bool_c<(Ia::level_v < Ib::level_v || (Ia::level_v == Ib::level_v && Ia::key() < Ib::key()))>;
   });
   return hana::unique(sorted);
 }
@@ -213,7 +218,7 @@ struct vmap_interpreter {
 
   template <class X>
   void take(const X& x) {
-    if constexpr (level_of<X>() == L) {
+    if constexpr (is_batched_at_v<X, L>) {
       if (!find_live_interpreter(x.serial))
         throw error("vmap: a value batched by a vmap (level " + std::to_string(L) +
                     ") was used after that vmap returned");
@@ -222,7 +227,7 @@ struct vmap_interpreter {
   }
   template <class X>
   static auto as_bval(const X& x) {
-    if constexpr (level_of<X>() == L) return bval<typename X::physical_type, std::true_type>{x.value, {}};
+    if constexpr (is_batched_at_v<X, L>) return bval<typename X::physical_type, std::true_type>{x.value, {}};
     else return bval<X, std::false_type>{x, {}};
   }
 };
@@ -253,7 +258,7 @@ struct grad_interpreter {
   /// The primal of x at this level: x itself when x is not wrapped at L.
   template <class X>
   static const auto& primal(const X& x) {
-    if constexpr (level_of<X>() == L) return x.primal;
+    if constexpr (is_grad_at_v<X, L>) return x.primal;
     else return x;
   }
 
@@ -261,14 +266,14 @@ struct grad_interpreter {
   /// std::nullptr_t when x is not wrapped at L, so its gradient is skipped at compile time.
   template <class X>
   auto node_of(const X& x) const {
-    if constexpr (level_of<X>() == L) return tape_ && x.serial == serial_ ? x.node : nullptr;
+    if constexpr (is_grad_at_v<X, L>) return tape_ && x.serial == serial_ ? x.node : nullptr;
     else return nullptr;
   }
 
   /// The adjoint type of an op's result: its primal, lifted to every level the tracked inputs'
   /// adjoints carry (an unbatched weight is not copied per example; only its gradient is).
   template <class Out, class... A>
-  using adjoint_t = lift_levels_t<Out, std::conditional_t<level_of<A>() == L, adjoint_type_of<A>, double>...>;
+  using adjoint_t = lift_levels_t<Out, std::conditional_t<is_grad_at_v<A, L>, adjoint_type_of<A>, double>...>;
 
   template <class Op, class... A>
   auto process(const Op& op, const A&... a) const {
@@ -317,14 +322,14 @@ struct jvp_interpreter {
 
   template <class X>
   static const auto& primal(const X& x) {
-    if constexpr (level_of<X>() == L) return x.primal;
+    if constexpr (is_dual_at_v<X, L>) return x.primal;
     else return x;
   }
 
   /// The tangent of x at this level: zeros when x has none (or its jvp has returned).
   template <class X>
   auto tangent(const X& x) const {
-    if constexpr (level_of<X>() == L) {
+    if constexpr (is_dual_at_v<X, L>) {
       using T = std::remove_cvref_t<decltype(x.tangent)>;
       return x.serial == serial_ && serial_ ? x.tangent : detail::convert_adjoint<T>(detail::zeros_like_value(x.tangent));
     }
@@ -342,7 +347,7 @@ struct jvp_interpreter {
       static_assert(requires { op.jvp(out, primal(a)..., tangent(a)...); },
                     "tower: this op has no JVP rule, so jvp cannot differentiate it");
       using T = decltype(op.jvp(out, primal(a)..., tangent(a)...));
-      if (serial_ && fwd_grad_enabled_at(L) && (... || (level_of<A>() == L))) {
+      if (serial_ && fwd_grad_enabled_at(L) && (... || is_dual_at_v<A, L>)) {
         // Inputs not at this level have zero tangents: the rule may skip their terms.
         detail::tangent_inputs_scope has(tangent_mask<A...>(std::index_sequence_for<A...>{}));
         T t = op.jvp(out, primal(a)..., tangent(a)...);
@@ -359,7 +364,7 @@ struct jvp_interpreter {
  private:
   template <class... A, std::size_t... I>
   static constexpr std::uint32_t tangent_mask(std::index_sequence<I...>) {
-    return (((level_of<A>() == L) ? std::uint32_t{1} << I : 0u) | ... | 0u);
+    return ((is_dual_at_v<A, L> ? std::uint32_t{1} << I : 0u) | ... | 0u);
   }
 };
 
@@ -421,6 +426,10 @@ V convert_adjoint(G&& g) {
     if constexpr (kernels::is_plain_scalar_v<V> && is_tensor_v<GD>) return static_cast<V>(g.item());
     else if constexpr (is_tensor_v<V> && kernels::is_plain_scalar_v<GD>) return V(static_cast<typename V::value_type>(g));
     else static_assert(lv != 0, "tower: internal: cannot convert between these plain types");
+  } else if constexpr (V::key != GD::key) {
+    // Two transforms at one level: only in an instantiation the level check never runs (a value
+    // captured from an enclosing transform, seen at a level it shares with fresh ones).
+    throw error("tower: internal: an adjoint of another transform at level " + std::to_string(lv));
   } else if constexpr (V::key == transform_type::vmap) {
     if constexpr (is_tensor_v<typename inner_type<GD>::type>)
       if (g.batch_last) return convert_adjoint<V>(batch_first(g));
@@ -428,7 +437,10 @@ V convert_adjoint(G&& g) {
   } else if constexpr (V::key == transform_type::jvp) {
     return V{convert_adjoint<typename V::primal_type>(g.primal), convert_adjoint<typename V::tangent_type>(g.tangent), g.serial};
   } else if constexpr (is_scalar_type_v<V> != is_scalar_type_v<GD>) {
-    return convert_adjoint<V>(cast_adjoint<V>(g));  // scalar <-> rank-0 tensor, tracked at this level
+    // scalar <-> rank-0 tensor, tracked at this level
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(cast_adjoint<V>(g))>, GD>)
+      throw error("grad: internal: an adjoint at level " + std::to_string(lv) + " lacks a level its value carries");
+    else return convert_adjoint<V>(cast_adjoint<V>(g));
   } else {
     if (g.node && find_live_interpreter(g.serial))
       throw error("grad: internal: an adjoint at level " + std::to_string(lv) + " lacks a level its value carries");

@@ -162,7 +162,18 @@ constexpr auto lift_levels() {
     return std::type_identity<X>{};
   } else if constexpr (ly > lx) {
     using J = typename decltype(lift_levels<X, typename inner_type<Y>::type>())::type;
-    return std::type_identity<typename rewrap<Y, J>::type>{};
+    if constexpr (Y::key == transform_type::jvp) {
+      // A constant at Y's jvp level; its tangent (an adjoint's, or the sum it joins) may carry
+      // the levels Y's tangent carries (jacfwd's basis batched by an enclosing vmap).
+      using JT = typename decltype(lift_levels<J, typename decltype(lift_levels<typename Y::tangent_type, typename Y::primal_type>())::type>())::type;
+      return std::type_identity<dual<J, JT, ly>>{};
+    } else if constexpr (Y::key == transform_type::grad) {
+      // Likewise a constant at Y's grad level whose adjoint may carry the levels Y's does.
+      using A = typename decltype(lift_levels<J, typename Y::adjoint_type>())::type;
+      return std::type_identity<grad_value_t<J, ly, A>>{};
+    } else {
+      return std::type_identity<typename rewrap<Y, J>::type>{};
+    }
   } else if constexpr (lx > ly) {
     using J = typename decltype(lift_levels<typename inner_type<X>::type, Y>())::type;
     if constexpr (X::key == transform_type::jvp) {

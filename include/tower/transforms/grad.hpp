@@ -55,6 +55,11 @@ constexpr int first_of() {
   return r;
 }
 
+/// Whether a transform's arguments are a tape-free transform's numbers (scalar_duals, or tw::fixed
+/// of them): it runs inside one, or inside vmap's probe of one, which declines when it cannot.
+template <class... A>
+constexpr bool inside_tape_free() { return (is_scalar_dual_v<fixeds::scalar_t<A>> || ...); }
+
 /// A pytree at level L seen one level down (each leaf's primal).
 template <int L, class X>
 auto unwrap_level(const X& x) {
@@ -101,10 +106,18 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     if constexpr ((is_scalar_dual_v<A> || ...) || (is_fixed_v<A> || ...)) {
       // tw::fixed arguments, or nested in a tape-free grad (vmap's fused form on numbers): forward
       // mode (forward over forward when nested).
-      static_assert(forward_ok<A...>(),
-                    "grad: with tw::fixed arguments or inside vmap's fused form on numbers, f must be a function of numbers and "
-                    "tw::fixed values (at most 32 differentiated numbers in all) that returns a number");
-      return forward(a...);
+      if constexpr (forward_ok<A...>()) {
+        return forward(a...);
+      } else if constexpr (detail::inside_tape_free<A...>()) {
+        return dual_unsupported{};  // the enclosing tape-free transform (or vmap's probe of it) declines
+      } else {
+        static_assert(forward_ok<A...>(),
+                      "grad: with tw::fixed arguments or inside vmap's fused form on numbers, f must be a function of numbers and "
+                      "tw::fixed values (at most 32 differentiated numbers in all) that returns a number");
+        return diagnostics::failed{};
+      }
+    } else if constexpr (diagnostics::traced_result_unsupported<F, traced_t<A...>>()) {
+      return dual_unsupported{};  // in vmap's probe of a tape-free form, which declines
     } else if constexpr (!decltype(check<A...>())::value) {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
@@ -342,6 +355,26 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     }
   }
 
+  /// The levels below L that f's value carries and its arguments do not (f captured a value of a
+  /// live transform, which the arguments do not show), as the type of that value one level down;
+  /// std::tuple<> when there are none. Each differentiated leaf's adjoint carries them too, since
+  /// its gradient may depend on the captured value (d/dy (x·y) = x, tracked by x's grad).
+  template <int L, class... A>
+  static auto captured() {
+    using R = typename decltype([]<std::size_t... K>(std::index_sequence<K...>) {
+      return std::type_identity<decltype(std::apply(std::declval<const F&>(), std::make_tuple(wrap<L, K, A, A...>(
+                                                        std::declval<const A&>(), std::declval<detail::grad_tape&>(), 0)...)))>{};
+    }(std::index_sequence_for<A...>{}))::type;
+    using V = typename decltype([] {
+      if constexpr (HasAux) return std::type_identity<std::remove_cvref_t<std::tuple_element_t<0, R>>>{};
+      else if constexpr (detail::is_cotangent_seed_v<R>) return std::type_identity<decltype(R::out)>{};
+      else return std::type_identity<R>{};
+    }())::type;
+    using Below = decltype(detail::unwrap_level<L>(std::declval<const V&>()));
+    if constexpr (carries_levels_beyond<Below, A...>(1, L)) return std::type_identity<Below>{};
+    else return std::type_identity<std::tuple<>>{};
+  }
+
   template <int L, class... A>
   auto run(const A&... a) const {
     detail::grad_tape tape;
@@ -354,8 +387,9 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     enable_grad on;
     detail::bridge_scope bridged(serial);
 
+    using Extra = typename decltype(captured<L, A...>())::type;
     auto args = [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return std::make_tuple(wrap<L, K, A, A...>(a, tape, serial)...);
+      return std::make_tuple(wrap<L, K, A, A..., Extra>(a, tape, serial)...);
     }(std::index_sequence_for<A...>{});
     auto result = std::apply(f, args);
 

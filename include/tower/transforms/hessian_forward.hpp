@@ -78,7 +78,9 @@ struct hessian_forward {
       return false;
     } else if constexpr (!((std::is_arithmetic_v<fixeds::scalar_t<A>> && (!is_fixed_v<A> || fixeds::rank<A>() == 1)) && ...)) {
       return false;
-    } else if constexpr (!is_fixed_v<arg_t<A...>> || !std::is_floating_point_v<fixeds::scalar_t<arg_t<A...>>> || arg_t<A...>::size > 32) {
+    } else if constexpr (!is_fixed_v<arg_t<A...>>) {
+      return false;  // argument K is a number: forward_jacobian's duals
+    } else if constexpr (!std::is_floating_point_v<fixeds::scalar_t<arg_t<A...>>> || arg_t<A...>::size > 32) {
       return false;
     } else {
       using T = typename arg_t<A...>::value_type;

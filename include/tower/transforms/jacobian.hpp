@@ -8,6 +8,7 @@
 //
 // Every inner transform receives the values it depends on as arguments (never through a
 // closure), so levels are always visible to the static path.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -245,7 +246,8 @@ struct forward_jacobian {
   template <class O, class X>
   static constexpr bool output_ok() {
     using S = fixeds::scalar_t<O>;
-    return std::is_arithmetic_v<S> || std::is_same_v<S, X> || (is_scalar_dual_v<S> && std::is_same_v<typename S::value_type, X>);
+    if constexpr (is_scalar_dual_v<S>) return std::is_same_v<typename S::value_type, X>;
+    else return std::is_arithmetic_v<S> || std::is_same_v<S, X>;
   }
 
   template <class... A>
@@ -266,7 +268,11 @@ struct forward_jacobian {
     };
     auto tangent = [&]<std::size_t D>(const auto& y, std::integral_constant<std::size_t, D>) -> X {
       using Y = std::remove_cvref_t<decltype(y)>;
-      if constexpr (is_scalar_dual_v<Y> && std::is_same_v<typename Y::value_type, X>) {
+      constexpr bool carries = [] {
+        if constexpr (is_scalar_dual_v<Y>) return std::is_same_v<typename Y::value_type, X>;
+        else return false;  // f's output does not depend on the argument: zeros
+      }();
+      if constexpr (carries) {
         if constexpr (std::is_arithmetic_v<X>) return duals::tangent<D>(y) + X(0);  // a structural zero is -0.0: +0.0
         else return outside(duals::tangent<D>(y));
       } else {
@@ -380,11 +386,17 @@ struct jacobian_entry {
     const auto& self = static_cast<const Derived&>(*this);
     if constexpr ((is_fixed_v<A> || ...) || (is_scalar_dual_v<A> || ...)) {
       // tw::fixed arguments, or nested in a tape-free transform: forward mode (forward_jacobian).
-      static_assert(Derived::template forward_ok<A...>(),
-                    "jacrev/jacfwd: with tw::fixed arguments or inside vmap's fused form, f must be a function of numbers and "
-                    "tw::fixed values (at most 32 numbers in the differentiated argument, one argnum) that returns numbers or "
-                    "tw::fixed values");
-      return self.forward(a...);
+      if constexpr (Derived::template forward_ok<A...>()) {
+        return self.forward(a...);
+      } else if constexpr (inside_tape_free<A...>()) {
+        return dual_unsupported{};  // the enclosing tape-free transform (or vmap's probe of it) declines
+      } else {
+        static_assert(Derived::template forward_ok<A...>(),
+                      "jacrev/jacfwd: with tw::fixed arguments or inside vmap's fused form, f must be a function of numbers and "
+                      "tw::fixed values (at most 32 numbers in the differentiated argument, one argnum) that returns numbers or "
+                      "tw::fixed values");
+        return diagnostics::failed{};
+      }
     } else if constexpr (is_runtime_function_v<F> && !(is_dyn_v<A> && ...)) {
       return self(runtime::detail::to_value(a)...);
     } else {

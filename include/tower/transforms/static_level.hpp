@@ -7,8 +7,10 @@
 // the argument types do not show — the call runs an instantiation at a level `closure_level_step`
 // higher instead, above every live level, so captured and fresh values never share a level.
 // Its result is converted to the predicted type; that is lossless when the result does not
-// depend on the captured value through levels the predicted type lacks, and otherwise raises
-// tower::error (never a wrong number).
+// depend on the captured value through levels the predicted type lacks. When it does, the result
+// at that higher level carries the captured levels in its type, and the call runs just above them
+// instead (widened_level), returning a result that keeps them. A dependence that no type shows
+// raises tower::error (never a wrong number).
 //
 // A function that holds no values — an empty class (a captureless lambda, tw::sin) or tower's
 // transforms of one — cannot have captured anything: it runs at the predicted level with the
@@ -19,6 +21,7 @@
 #include <utility>
 
 #include "tower/interpreter_stack.hpp"
+#include "tower/pytree.hpp"
 #include "tower/static_dispatch.hpp"
 
 namespace tower::detail {
@@ -56,6 +59,11 @@ constexpr int predicted_level() {
   return l + 1;
 }
 
+[[noreturn]] inline void nested_too_deeply(const char* transform, int live) {
+  throw error(std::string(transform) + ": transforms nested through captured values too deeply for the static path (live level " +
+              std::to_string(live) + "); pass the captured values as arguments or use the runtime path");
+}
+
 /// The closure case: a transform call whose level P is at or below the live level `live`. With a
 /// function that holds no values, at(P) with the live transforms from P up hidden; otherwise
 /// at(P + closure_level_step), converted to R, or tower::error when that is not above them either.
@@ -68,8 +76,40 @@ R run_below_live(const char* transform, int live, At&& at) {
     if constexpr (P < 4 * closure_level_step) {
       if (P + closure_level_step > live) return convert_value<R>(at(std::integral_constant<int, P + closure_level_step>{}));
     }
-    throw error(std::string(transform) + ": transforms nested through captured values too deeply for the static path (live level " +
-                std::to_string(live) + "); pass the captured values as arguments or use the runtime path");
+    nested_too_deeply(transform, live);
+  }
+}
+
+/// The level a call whose arguments predict level P runs at, given RC, its result at the closure
+/// level P + closure_level_step: P, or one above the highest level in [P, P + closure_level_step)
+/// that RC carries. Such a level comes from a value f captured from a live transform (the
+/// arguments do not show it): vmap(x -> vmap(y -> x + y)(Y))(X), d/dx [x · d/dy (x·y)]. Run
+/// above it, the call's fresh values never share that level, and its result keeps the
+/// dependence (the inner vmap's output is batched by the outer vmap, the inner grad's gradient is
+/// tracked by the outer grad), as functorch's does. At the closure level every live transform's
+/// level is below the fresh one, so RC carries the captured levels without confusing them.
+template <int P, class RC>
+constexpr int widened_level() {
+  for (int l = P + closure_level_step - 1; l >= P; --l)
+    if (tree_carries_level<RC>(l)) return l + 1;
+  return P;
+}
+
+/// A call at the predicted level P, at its widened level W (see widened_level), or at the closure
+/// level when W is not above the live levels: at(level) runs it. W == P is the common case, and
+/// then this is run_below_live's choice.
+template <int P, bool MayCapture, class At>
+auto run_widened(const char* transform, At&& at) {
+  using RC = decltype(at(std::integral_constant<int, P + closure_level_step>{}));
+  constexpr int W = widened_level<P, RC>();
+  using R = decltype(at(std::integral_constant<int, W>{}));
+  const int live = top_live_level();
+  if (W > live) return at(std::integral_constant<int, W>{});
+  if constexpr (W == P) {
+    return run_below_live<R, P, MayCapture>(transform, live, at);
+  } else {
+    if (P + closure_level_step > live) return convert_value<R>(at(std::integral_constant<int, P + closure_level_step>{}));
+    nested_too_deeply(transform, live);
   }
 }
 
@@ -88,6 +128,8 @@ auto run_at_level(const char* transform, Run&& run) {
       throw error(std::string(transform) + ": internal: level " + std::to_string(Lf) + " is not above the live level " +
                   std::to_string(top_live_level()));
     return run(std::integral_constant<int, Lf>{});
+  } else if constexpr (MayCapture && L < 4 * closure_level_step) {
+    return run_widened<L, MayCapture>(transform, run);
   } else {
     using R = decltype(run(std::integral_constant<int, L>{}));
     const int live = top_live_level();
@@ -101,13 +143,19 @@ auto run_at_level(const char* transform, Run&& run) {
 /// otherwise once more with a floor above them (see run_at_level; MayCapture as there).
 template <int P, bool MayCapture = true, class Body>
 auto run_composite(const char* name, Body&& body) {
-  using R = decltype(body(std::integral_constant<int, -1>{}));
-  const int live = top_live_level();
-  if (P > live) return body(std::integral_constant<int, -1>{});
-  return run_below_live<R, P, MayCapture>(name, live, [&](auto level) {
-    if constexpr (decltype(level)::value == P) return body(std::integral_constant<int, -1>{});  // hidden: as if nothing were live
+  // At P: floor -1 (as if nothing were live, or with the live transforms hidden); else floor = level.
+  auto at = [&](auto level) {
+    if constexpr (decltype(level)::value == P) return body(std::integral_constant<int, -1>{});
     else return body(level);
-  });
+  };
+  if constexpr (MayCapture && P < 4 * closure_level_step) {
+    return run_widened<P, MayCapture>(name, at);
+  } else {
+    using R = decltype(body(std::integral_constant<int, -1>{}));
+    const int live = top_live_level();
+    if (P > live) return body(std::integral_constant<int, -1>{});
+    return run_below_live<R, P, MayCapture>(name, live, at);
+  }
 }
 
 }  // namespace tower::detail
