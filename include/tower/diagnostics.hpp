@@ -356,6 +356,52 @@ constexpr auto check_grad_result() {
   }
 }
 
+// ---- vjp and jvp ----------------------------------------------------------------------------
+
+/// vjp's and jvp's f returns tensors or floating-point numbers, or a pytree of them with at
+/// least one leaf (with has_aux, as the first of an (output, aux) pair).
+template <diagnostic Transform, bool HasAux, class R>
+constexpr auto check_differentiable_output() {
+  using D = std::remove_cvref_t<R>;
+  if constexpr (is_failed_v<D>) {
+    return std::false_type{};  // an op inside f failed a check and reported it
+  } else if constexpr (HasAux) {
+    if constexpr (!is_tuple_like_v<D> || result_count<D>() != 2) {
+      TOWER_DIAGNOSE("transform: with has_aux, f must return an (output, aux) pair",
+                     make_text(Transform, ": with has_aux, f must return an (output, aux) pair, it returns ", type_text<D>()), D);
+      return std::false_type{};
+    } else {
+      return check_differentiable_output<Transform, false, std::tuple_element_t<0, D>>();
+    }
+  } else if constexpr (!is_differentiable_tree_v<D>) {
+    TOWER_DIAGNOSE("transform: f must return tensors or floating-point numbers (or a pytree of them)",
+                   make_text(Transform, ": f must return tensors or floating-point numbers (or a pytree of them), it returns ",
+                             type_text<D>()),
+                   D);
+    return std::false_type{};
+  } else if constexpr (std::tuple_size_v<typename detail::leaf_types<D>::type> == 0) {
+    TOWER_DIAGNOSE("transform: f returns no output to differentiate (an empty pytree)",
+                   make_text(Transform, ": f returns no output to differentiate (", type_text<D>(), ")"), D);
+    return std::false_type{};
+  } else {
+    return std::true_type{};
+  }
+}
+
+/// vjp_fn's cotangent has the structure of f's output (one leaf per output leaf).
+template <class C, class Y>
+constexpr auto check_cotangent() {
+  if constexpr (detail::same_structure<C, Y>()) {
+    return std::true_type{};
+  } else {
+    TOWER_DIAGNOSE("vjp: the cotangent must have the structure of f's output",
+                   make_text("vjp: the cotangent has type ", type_text<C>(), " but f's output has type ", type_text<Y>(),
+                             "; give one cotangent per output, in the same structure"),
+                   C, Y);
+    return std::false_type{};
+  }
+}
+
 // ---- vmap -----------------------------------------------------------------------------------
 
 template <class InDims> inline constexpr std::size_t dims_count_v = std::tuple_size_v<decltype(InDims::dims)>;

