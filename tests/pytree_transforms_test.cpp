@@ -179,3 +179,23 @@ TEST_CASE("vjp of a vector output is J^T c (issue 32: it was all zeros)") {
   const auto g = std::get<0>(tw::vjp(f, t).second(std::vector<tensor<double>>{c0, c1}));
   require_close(g, c0 + tw::sum(c1), 1e-14);
 }
+
+TEST_CASE("float arguments: grad's adjoint from double arithmetic comes back a float (issue 32)") {
+  // x * 2.0 and pow(x, 3) compute in double; the gradient has the argument's type, as grad promises.
+  auto twice = [](auto x) { return x * 2.0; };
+  auto cube = [](auto x) { return tw::pow(x, 3); };
+  const auto g = tw::grad(twice)(2.0f);
+  STATIC_REQUIRE(std::is_same_v<decltype(g), const float>);
+  REQUIRE(g == 2.0f);
+  const auto g3 = tw::grad(cube)(2.0f);
+  STATIC_REQUIRE(std::is_same_v<decltype(g3), const float>);
+  REQUIRE(g3 == 12.0f);
+  // Second order: the float adjoint is itself tracked (d/dx 3x^2 * 2 = 12x).
+  const auto gg = tw::grad(tw::grad([](auto x) { return tw::pow(x, 3) * 2.0; }))(2.0f);
+  STATIC_REQUIRE(std::is_same_v<decltype(gg), const float>);
+  REQUIRE(gg == 24.0f);
+  require_close(static_cast<double>(tw::jacrev(cube)(2.0f)), 12.0, 0);
+  require_close(static_cast<double>(tw::jacfwd(cube)(2.0f)), 12.0, 0);
+  require_close(static_cast<double>(tw::hessian(cube)(2.0f)), 12.0, 0);
+  require_close(static_cast<double>(tw::hessian(cube)(0.5f)), 3.0, 0);
+}

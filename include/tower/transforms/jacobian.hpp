@@ -584,7 +584,8 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
       }(std::index_sequence_for<A...>{});
     };
     if constexpr (is_scalar_type_v<std::remove_cvref_t<decltype(xk)>>) {
-      return detail::jvp_at<Floor>(f, std::make_tuple(a...), tangents_for(1.0, std::make_tuple(a...))).second;
+      using S = scalar_type_t<std::remove_cvref_t<decltype(xk)>>;  // float with a float argument
+      return detail::jvp_at<Floor>(f, std::make_tuple(a...), tangents_for(S(1), std::make_tuple(a...))).second;
     } else {
       const shape_t is = shape(xk);
       const std::int64_t n = numel_of(is);
