@@ -199,3 +199,29 @@ TEST_CASE("float arguments: grad's adjoint from double arithmetic comes back a f
   require_close(static_cast<double>(tw::hessian(cube)(2.0f)), 12.0, 0);
   require_close(static_cast<double>(tw::hessian(cube)(0.5f)), 3.0, 0);
 }
+
+TEST_CASE("runtime path: jacrev and jacfwd with has_aux on a type-erased f (issue 32)") {
+  const tensor<double> x = sample({3}, -1, 1, 41);
+  auto f = [](const auto& t) { return std::make_tuple(tw::sin(t) * t, tw::sum(t)); };
+  std::function<std::tuple<value, value>(value)> fr = [f](value t) { return f(t); };
+  const tensor<double> want = fd_jacobian([&](const tensor<double>& t) { return std::get<0>(f(t)); }, x);
+  const auto [jr, aux_r] = tw::jacrev(fr, tw::has_aux)(x);
+  require_close(jr.to_tensor(), want, 1e-6);
+  require_close(aux_r.to_tensor(), tw::sum(x), 0);
+  const auto [jf, aux_f] = tw::jacfwd(fr, tw::has_aux)(x);
+  require_close(jf.to_tensor(), want, 1e-6);
+  require_close(aux_f.to_tensor(), tw::sum(x), 0);
+  // The static path gives the same.
+  const auto [js, aux_s] = tw::jacrev(f, tw::has_aux)(x);
+  require_close(js, jr.to_tensor(), 1e-14);
+  require_close(aux_s, tw::sum(x), 0);
+}
+
+TEST_CASE("runtime path: vjp of a type-erased f returning a tuple (issue 32)") {
+  const tensor<double> x = sample({3}, -1, 1, 42), u = sample({3}, -1, 1, 43);
+  std::function<std::tuple<value, value>(value)> fr = [](value t) { return std::make_tuple(tw::sin(t), tw::sum(t * t)); };
+  const auto [y, pull] = tw::vjp(fr, x);
+  require_close(std::get<0>(y).to_tensor(), tw::sin(x), 0);
+  // cos(x) u + 2 x * 0.5
+  require_close(std::get<0>(pull(std::make_tuple(u, 0.5))).to_tensor(), tw::cos(x) * u + x, 1e-14);
+}

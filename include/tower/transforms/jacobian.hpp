@@ -626,7 +626,7 @@ struct with_aux {
   F f;
   template <class... A>
   auto operator()(const A&... a) const {
-    auto full = f(a...);
+    auto full = f(for_function<F>(a)...);  // a type-erased f takes runtime values
     static_assert(requires { std::tuple_size<decltype(full)>::value; }, "jacobian: with has_aux, f must return an (output, aux) pair");
     return std::make_pair(jac(a...), std::get<1>(std::move(full)));
   }
