@@ -18,6 +18,7 @@
 #include <boost/hana/length.hpp>
 #include <boost/hana/second.hpp>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -185,6 +186,43 @@ auto tree_zip_named(const char* who, F&& f, const X& x, const Y& y) {
 template <class F, class X, class Y>
 auto tree_zip(F&& f, const X& x, const Y& y) {
   return detail::tree_zip_named("pytree", std::forward<F>(f), x, y);
+}
+
+/// tree_map with each leaf's place: f(leaf, get), where get(y) returns (a copy of) the leaf at
+/// the same place in a pytree y of the same structure.
+template <class F, class X, class Get = std::identity>
+auto tree_map_path(F&& f, const X& x, Get get = {}) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_leaf_v<D>) {
+    return f(x, [get](const auto& y) { return std::remove_cvref_t<decltype(get(y))>(get(y)); });
+  } else if constexpr (detail::is_tuple_like<D>::value || detail::is_std_array<D>::value) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      auto at = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+        return tree_map_path(f, std::get<K>(x), [get](const auto& y) -> decltype(auto) { return std::get<K>(get(y)); });
+      };
+      if constexpr (detail::is_std_array<D>::value)
+        return std::array<decltype(at(std::integral_constant<std::size_t, 0>{})), sizeof...(I)>{at(std::integral_constant<std::size_t, I>{})...};
+      else
+        return std::tuple<decltype(at(std::integral_constant<std::size_t, I>{}))...>{at(std::integral_constant<std::size_t, I>{})...};
+    }(std::make_index_sequence<std::tuple_size_v<D>>{});
+  } else if constexpr (detail::is_std_vector<D>::value) {
+    auto at = [&](std::size_t k) { return tree_map_path(f, x[k], [get, k](const auto& y) -> decltype(auto) { return get(y)[k]; }); };
+    std::vector<decltype(at(0))> r;
+    r.reserve(x.size());
+    for (std::size_t k = 0; k < x.size(); ++k) r.push_back(at(k));
+    return r;
+  } else {
+    static_assert(is_hana_struct_v<D>, "tower: this type is not a pytree (tuple, pair, array, vector, Hana struct or a leaf)");
+    auto at = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+      return tree_map_path(f, detail::member<K>(x), [get](const auto& y) -> decltype(auto) { return detail::member<K>(get(y)); });
+    };
+    using R = typename detail::rebind_struct<D, decltype(at(std::integral_constant<std::size_t, 0>{}))>::type;
+    R r{};
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((detail::member<I>(r) = at(std::integral_constant<std::size_t, I>{})), ...);
+    }(std::make_index_sequence<detail::struct_size_v<D>>{});
+    return r;
+  }
 }
 
 /// Calls f on every leaf, in order.

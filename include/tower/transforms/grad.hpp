@@ -54,6 +54,11 @@ constexpr int first_of() {
   return r;
 }
 
+/// An argnums index counted from the end (-1: the last argument) as an index from the front;
+/// out-of-range indices stay as they are for the check to report.
+template <int I, std::size_t N>
+constexpr int normalized_argnum() { return I < 0 && I >= -static_cast<int>(N) ? I + static_cast<int>(N) : I; }
+
 /// A pytree at level L seen one level down (each leaf's primal).
 template <int L, class X>
 auto unwrap_level(const X& x) {
@@ -92,7 +97,10 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    if constexpr ((is_scalar_dual_v<A> || ...) || (is_fixed_v<A> || ...)) {
+    if constexpr (((I < 0) || ...)) {
+      // Negative argnums count from the end, as in torch.func.
+      return grad_transform<F, argnums_t<detail::normalized_argnum<I, sizeof...(A)>()...>, HasAux, WithValue, Floor>{f}(a...);
+    } else if constexpr ((is_scalar_dual_v<A> || ...) || (is_fixed_v<A> || ...)) {
       // tw::fixed arguments, or nested in a tape-free grad (vmap's fused form on numbers): forward
       // mode (forward over forward when nested).
       static_assert(forward_ok<A...>(),

@@ -408,6 +408,25 @@ struct stale_output_shape {};
 }  // namespace detail
 
 namespace detail {
+/// f's output leaf at one place of its pytree output (get, from tree_map_path): jacrev and
+/// jacfwd of a pytree output take one Jacobian per leaf.
+template <class F, class Get>
+struct output_leaf {
+  F f;
+  Get get;
+  using wrapped_function = F;  // get holds no values (detail::may_capture_values)
+  template <class... A>
+  auto operator()(const A&... a) const {
+    const auto out = f(a...);
+    return get(out);
+  }
+};
+}  // namespace detail
+
+template <class F, class G>
+struct is_runtime_function<detail::output_leaf<F, G>> : is_runtime_function<F> {};
+
+namespace detail {
 /// The entry shared by jacrev and jacfwd: type-erased functions get dyn::values; on the static
 /// path the level check runs once here, and Derived::body<Floor> builds the Jacobian.
 template <class Derived, class F, int... I>
@@ -447,12 +466,45 @@ struct jacobian_entry {
                     "tw::fixed values (at most 32 numbers in the differentiated argument, one argnum) that returns numbers or "
                     "tw::fixed values");
       return self.forward(a...);
+    } else if constexpr (((I < 0) || ...)) {
+      // Negative argnums count from the end, as in torch.func.
+      using N = typename Derived::template rebind<F, argnums_t<normalized_argnum<I, sizeof...(A)>()...>>;
+      return N{{}, self.f}(a...);
     } else if constexpr (is_runtime_function_v<F> && !(is_dyn_v<A> && ...)) {
       return self(runtime::detail::to_value(a)...);
+    } else if constexpr (!decltype(check<A...>())::value) {
+      return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else {
-      static_assert(sizeof(typename Derived::template check<A...>) > 0);
-      if constexpr ((is_dyn_v<A> || ...)) return self.template body<0>(a...);
-      else return run_composite<pytree_level<A...>() + 1, may_capture_values<F>()>(Derived::name, [&](auto floor) { return self.template body<decltype(floor)::value>(a...); });
+      if constexpr ((is_dyn_v<A> || ...)) return run_body<0>(a...);
+      else return run_composite<pytree_level<A...>() + 1, may_capture_values<F>()>(Derived::name.text, [&](auto floor) { return run_body<decltype(floor)::value>(a...); });
+    }
+  }
+
+ private:
+  /// The static checks, before anything else is instantiated.
+  template <class... A>
+  static constexpr auto check() {
+    if constexpr (!decltype(diagnostics::check_grad_args<Derived::name, argnums_t<I...>, A...>())::value) return std::false_type{};
+    else if constexpr (!std::is_invocable_v<const F&, const A&...>)
+      return diagnostics::check_callable<Derived::name, F, std::tuple<const A&...>, A...>();
+    else return diagnostics::check_differentiable_output<Derived::name, false, std::invoke_result_t<const F&, const A&...>>();
+  }
+
+  /// Derived::body for a tensor or number output; for a pytree output, one Jacobian per leaf in
+  /// the output's structure, each a tuple over argnums when there are several (as torch.func).
+  template <int Floor, class... A>
+  auto run_body(const A&... a) const {
+    const auto& self = static_cast<const Derived&>(*this);
+    using Out = std::remove_cvref_t<std::invoke_result_t<const F&, const A&...>>;
+    if constexpr (is_leaf_v<Out>) {
+      return self.template body<Floor>(a...);
+    } else {
+      // The output's structure (a vector's length) from f on one example of the arguments.
+      const auto probe = self.f(tree_map([](const auto& leaf) { return first_example_leaf(leaf); }, a)...);
+      return tree_map_path([&](const auto&, auto get) {
+        using G = output_leaf<F, decltype(get)>;
+        return typename Derived::template rebind<G, argnums_t<I...>>{{}, G{self.f, get}}.template body<Floor>(a...);
+      }, probe);
     }
   }
 };
@@ -466,16 +518,8 @@ struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_tran
   F f;
   using wrapped_function = F;  // f and a memo of output shapes, no values (detail::may_capture_values)
   std::shared_ptr<detail::output_shape_memo> memo = std::make_shared<detail::output_shape_memo>();
-  static constexpr const char* name = "jacrev";
-
-
-  /// The static checks, as a class so they fire before the body is instantiated.
-  template <class... A>
-  struct check {
-    static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacrev: an argnums index is out of range for the arguments given");
-    static_assert(diagnostics::is_differentiable_value_v<std::remove_cvref_t<std::invoke_result_t<const F&, const A&...>>>,
-                  "jacrev: f must return a tensor or a floating-point scalar");
-  };
+  static constexpr diagnostic name = "jacrev";
+  template <class G, class A> using rebind = jacrev_transform<G, A>;
 
   template <int Floor, class... A>
   auto body(const A&... a) const {
@@ -554,16 +598,8 @@ template <class F, int... I>
 struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_transform<F, argnums_t<I...>>, F, I...> {
   F f;
   using wrapped_function = F;  // holds f and nothing else (detail::may_capture_values)
-  static constexpr const char* name = "jacfwd";
-
-
-  /// The static checks, as a class so they fire before the body is instantiated.
-  template <class... A>
-  struct check {
-    static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacfwd: an argnums index is out of range for the arguments given");
-    static_assert(diagnostics::is_differentiable_value_v<std::remove_cvref_t<std::invoke_result_t<const F&, const A&...>>>,
-                  "jacfwd: f must return a tensor or a floating-point scalar");
-  };
+  static constexpr diagnostic name = "jacfwd";
+  template <class G, class A> using rebind = jacfwd_transform<G, A>;
 
   template <int Floor, class... A>
   auto body(const A&... a) const {
