@@ -267,3 +267,40 @@ TEST_CASE("jacrev, jacfwd and hessian of pytree outputs: one Jacobian per leaf, 
   check("Hana struct", out_struct);
   check("vector of tuples", out_vector_of_tuples);
 }
+
+TEST_CASE("jvp with has_aux, negative argnums, and hessian over two argnums as nested blocks") {
+  const tensor<double> x = sample({3}, -1, 1, 61), y = sample({3}, -1, 1, 62), v = sample({3}, -1, 1, 63);
+  // jvp(f, primals, tangents, has_aux): (output, J v, aux), aux untouched; both paths.
+  auto f = [](const auto& t) { return std::make_pair(tw::sin(t) * t, tw::sum(t)); };
+  const auto [o, jv, aux] = tw::jvp(f, std::tuple{x}, std::tuple{v}, tw::has_aux);
+  require_close(o, tw::sin(x) * x, 0);
+  require_close(jv, (tw::cos(x) * x + tw::sin(x)) * v, 1e-14);
+  require_close(aux, tw::sum(x), 0);
+  const auto [o_r, jv_r, aux_r] = tw::jvp(erased(f), std::tuple{x}, std::tuple{v}, tw::has_aux);
+  require_close(jv_r.to_tensor(), jv, 1e-14);
+  require_close(aux_r.to_tensor(), tw::sum(x), 0);
+
+  // argnums<-1> is the last argument, as in torch.func.
+  auto g = [](const auto& a, const auto& b) { return tw::sum(tw::sin(a) * b * b); };
+  require_close(tw::grad(g, tw::argnums<-1>)(x, y), tw::grad(g, tw::argnums<1>)(x, y), 0);
+  const auto [ga, gb] = tw::grad(g, tw::argnums<-2, -1>)(x, y);
+  require_close(ga, tw::cos(x) * y * y, 1e-14);
+  require_close(gb, 2.0 * tw::sin(x) * y, 1e-14);
+  auto h = [](const auto& a, const auto& b) { return tw::sin(a) * b; };
+  require_close(tw::jacrev(h, tw::argnums<-1>)(x, y), tw::jacrev(h, tw::argnums<1>)(x, y), 0);
+  require_close(tw::jacfwd(h, tw::argnums<-1>)(x, y), tw::jacfwd(h, tw::argnums<1>)(x, y), 0);
+  require_close(tw::hessian(g, tw::argnums<-1>)(x, y), tw::hessian(g, tw::argnums<1>)(x, y), 0);
+
+  // hessian(f, argnums<0, 1>): ((H_aa, H_ab), (H_ba, H_bb)), each block against finite
+  // differences of the gradient (torch.func's nesting).
+  const auto H = tw::hessian(g, tw::argnums<0, 1>)(x, y);
+  auto grad_a = [&](const tensor<double>& a, const tensor<double>& b) { return tw::grad(g, tw::argnums<0>)(a, b); };
+  auto grad_b = [&](const tensor<double>& a, const tensor<double>& b) { return tw::grad(g, tw::argnums<1>)(a, b); };
+  require_close(std::get<0>(std::get<0>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_a(t, y); }, x), 1e-6);
+  require_close(std::get<1>(std::get<0>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_a(x, t); }, y), 1e-6);
+  require_close(std::get<0>(std::get<1>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_b(t, y); }, x), 1e-6);
+  require_close(std::get<1>(std::get<1>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_b(x, t); }, y), 1e-6);
+  std::function<value(value, value)> gr = [g](value a, value b) { return g(a, b); };
+  const auto Hr = tw::hessian(gr, tw::argnums<0, 1>)(x, y);
+  require_close(std::get<1>(std::get<0>(Hr)).to_tensor(), std::get<1>(std::get<0>(H)), 1e-12);
+}
