@@ -129,6 +129,27 @@ struct to_tensor_op {
   template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
 };
 
+/// A value with its elements converted to T (float <-> double), at every level: grad's adjoint
+/// of a float argument computed in double arithmetic (x * 2.0) comes back a float.
+template <class T>
+struct element_cast_op {
+  static constexpr const char* name = "element_cast";
+  template <class X> auto base(const X& x) const {
+    if constexpr (is_tensor_v<X>) {
+      buffer<T> b(static_cast<std::size_t>(x.numel()));
+      for (std::int64_t i = 0; i < x.numel(); ++i) b[static_cast<std::size_t>(i)] = static_cast<T>(x.data()[i]);
+      return tensor<T>(x.shape(), std::move(b));
+    } else {
+      return static_cast<T>(x);
+    }
+  }
+  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
+  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const {
+    return std::make_tuple(call_op(element_cast_op<scalar_type_t<X>>{}, g));
+  }
+  template <class O, class X, class Tn> auto jvp(const O&, const X&, const Tn& t) const { return call_op(*this, t); }
+};
+
 /// Creation ops: their result does not depend on x's values, so grad does not record them.
 struct ones_like_op {
   static constexpr const char* name = "ones_like";
@@ -173,6 +194,8 @@ template <class X> auto zeros_like_value(const X& x) {
 }
 template <class X> TOWER_ALWAYS_INLINE auto reshape_value(const X& x, const shape_t& s) { return call_op(reshape_op{s}, x); }
 template <class X> TOWER_ALWAYS_INLINE auto broadcast_values(const X& x, const shape_t& s) { return call_op(broadcast_to_op{s}, x); }
+template <class V, class G>
+auto element_cast_adjoint(const G& g) { return call_op(element_cast_op<scalar_type_t<V>>{}, g); }
 template <class V, class G>
 auto cast_adjoint(const G& g) {
   if constexpr (is_scalar_type_v<V>) return call_op(item_op{}, g);

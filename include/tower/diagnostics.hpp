@@ -83,6 +83,16 @@ auto raise() {
 #define TOWER_DIAGNOSE(LITERAL, MESSAGE, ...) ::tower::diagnostics::raise<MESSAGE>()
 #endif
 
+/// TOWER_DIAGNOSE for a check shared by several transforms: clang's fixed message starts with
+/// the transform's name too ("jacrev: " SUFFIX).
+#define TOWER_DIAGNOSE_FOR(TRANSFORM, SUFFIX, MESSAGE, ...)                                                         \
+  if constexpr (TRANSFORM.view() == "grad_and_value") TOWER_DIAGNOSE("grad_and_value: " SUFFIX, MESSAGE, __VA_ARGS__); \
+  else if constexpr (TRANSFORM.view() == "jacrev") TOWER_DIAGNOSE("jacrev: " SUFFIX, MESSAGE, __VA_ARGS__);             \
+  else if constexpr (TRANSFORM.view() == "jacfwd") TOWER_DIAGNOSE("jacfwd: " SUFFIX, MESSAGE, __VA_ARGS__);             \
+  else if constexpr (TRANSFORM.view() == "vjp") TOWER_DIAGNOSE("vjp: " SUFFIX, MESSAGE, __VA_ARGS__);                   \
+  else if constexpr (TRANSFORM.view() == "jvp") TOWER_DIAGNOSE("jvp: " SUFFIX, MESSAGE, __VA_ARGS__);                   \
+  else TOWER_DIAGNOSE("grad: " SUFFIX, MESSAGE, __VA_ARGS__)
+
 // ---- building messages at compile time ------------------------------------------------------
 
 /// The spelling of T, as the compiler prints it.
@@ -277,13 +287,13 @@ constexpr auto check_differentiable() {
     if constexpr (is_differentiable_tree_v<X>) {
       return check_differentiable<Transform, K + 1, Args, I...>();
     } else if constexpr (std::is_integral_v<X>) {
-      TOWER_DIAGNOSE("grad: cannot differentiate with respect to an integer or bool argument",
+      TOWER_DIAGNOSE_FOR(Transform, "cannot differentiate with respect to an integer or bool argument",
                      make_text(Transform, ": cannot differentiate with respect to argument ", i, " of type ",
                                type_text<X>(), " (an integer or bool); pass a double, float or tensor"),
                      X);
       return std::false_type{};
     } else {
-      TOWER_DIAGNOSE("grad: cannot differentiate with respect to an argument that is not a double, float or tensor",
+      TOWER_DIAGNOSE_FOR(Transform, "cannot differentiate with respect to an argument that is not a double, float or tensor",
                      make_text(Transform, ": cannot differentiate with respect to argument ", i, " of type ",
                                type_text<X>(), "; pass a double, float or tensor"),
                      X);
@@ -299,19 +309,34 @@ constexpr std::size_t first_out_of_range(const std::array<int, N>& ids, std::siz
   return b;
 }
 
+/// The first index in ids[0, count) equal to an earlier one (count when none is).
+template <std::size_t N>
+constexpr std::size_t first_repeated(const std::array<int, N>& ids, std::size_t count) {
+  for (std::size_t b = 0; b < count; ++b)
+    for (std::size_t a = 0; a < b; ++a)
+      if (ids[a] == ids[b]) return b;
+  return count;
+}
+
 template <diagnostic Transform, class... A, int... I>
 constexpr auto check_grad_args_impl(argnums_t<I...>) {
   constexpr int n = static_cast<int>(sizeof...(A));
   constexpr std::array<int, sizeof...(I) + 1> ids{I..., 0};
   constexpr std::size_t bad = first_out_of_range(ids, sizeof...(I), n);
+  constexpr std::size_t repeated = first_repeated(ids, sizeof...(I));
   if constexpr (sizeof...(I) == 0) {
-    TOWER_DIAGNOSE("grad: argnums must name at least one argument",
-                   make_text(Transform, ": argnums must name at least one argument"), A...);
+    TOWER_DIAGNOSE_FOR(Transform, "argnums must name at least one argument",
+                       make_text(Transform, ": argnums must name at least one argument"), A...);
     return std::false_type{};
   } else if constexpr (bad < sizeof...(I)) {
-    TOWER_DIAGNOSE("grad: an argnums index is out of range for a function of this many arguments",
-                   make_text(Transform, ": argnums index ", ids[bad], " is out of range for a function of ", n, " arguments"),
-                   argnums_t<I...>, A...);
+    TOWER_DIAGNOSE_FOR(Transform, "an argnums index is out of range for a function of this many arguments",
+                       make_text(Transform, ": argnums index ", ids[bad], " is out of range for a function of ", n, " arguments"),
+                       argnums_t<I...>, A...);
+    return std::false_type{};
+  } else if constexpr (repeated < sizeof...(I)) {
+    TOWER_DIAGNOSE_FOR(Transform, "argnums names an argument twice; list each argument once",
+                       make_text(Transform, ": argnums names argument ", ids[repeated], " twice; list each argument once"),
+                       argnums_t<I...>, A...);
     return std::false_type{};
   } else {
     return check_differentiable<Transform, 0, std::tuple<A...>, I...>();
@@ -362,6 +387,52 @@ constexpr auto check_grad_result() {
   } else {
     TOWER_DIAGNOSE("grad: f must return a scalar (double, float or a one-element tensor)",
                    make_text(Transform, ": f must return a scalar, it returns ", type_text<D>()), D);
+    return std::false_type{};
+  }
+}
+
+// ---- vjp and jvp ----------------------------------------------------------------------------
+
+/// vjp's and jvp's f returns tensors or floating-point numbers, or a pytree of them with at
+/// least one leaf (with has_aux, as the first of an (output, aux) pair).
+template <diagnostic Transform, bool HasAux, class R>
+constexpr auto check_differentiable_output() {
+  using D = std::remove_cvref_t<R>;
+  if constexpr (is_failed_v<D>) {
+    return std::false_type{};  // an op inside f failed a check and reported it
+  } else if constexpr (HasAux) {
+    if constexpr (!is_tuple_like_v<D> || result_count<D>() != 2) {
+      TOWER_DIAGNOSE_FOR(Transform, "with has_aux, f must return an (output, aux) pair",
+                     make_text(Transform, ": with has_aux, f must return an (output, aux) pair, it returns ", type_text<D>()), D);
+      return std::false_type{};
+    } else {
+      return check_differentiable_output<Transform, false, std::tuple_element_t<0, D>>();
+    }
+  } else if constexpr (!is_differentiable_tree_v<D>) {
+    TOWER_DIAGNOSE_FOR(Transform, "f must return tensors or floating-point numbers (or a pytree of them)",
+                   make_text(Transform, ": f must return tensors or floating-point numbers (or a pytree of them), it returns ",
+                             type_text<D>()),
+                   D);
+    return std::false_type{};
+  } else if constexpr (std::tuple_size_v<typename detail::leaf_types<D>::type> == 0) {
+    TOWER_DIAGNOSE_FOR(Transform, "f returns no output to differentiate (an empty pytree)",
+                   make_text(Transform, ": f returns no output to differentiate (", type_text<D>(), ")"), D);
+    return std::false_type{};
+  } else {
+    return std::true_type{};
+  }
+}
+
+/// vjp_fn's cotangent has the structure of f's output (one leaf per output leaf).
+template <class C, class Y>
+constexpr auto check_cotangent() {
+  if constexpr (detail::same_structure<C, Y>()) {
+    return std::true_type{};
+  } else {
+    TOWER_DIAGNOSE("vjp: the cotangent must have the structure of f's output",
+                   make_text("vjp: the cotangent has type ", type_text<C>(), " but f's output has type ", type_text<Y>(),
+                             "; give one cotangent per output, in the same structure"),
+                   C, Y);
     return std::false_type{};
   }
 }

@@ -64,6 +64,7 @@ namespace detail {
 // Defined by the op vocabulary (dsl/): the engine uses them to accumulate adjoints.
 template <class A, class B> auto add_values(const A& a, const B& b);
 template <class V, class G> auto cast_adjoint(const G& g);
+template <class V, class G> auto element_cast_adjoint(const G& g);
 template <class X> auto zeros_like_value(const X& x);
 template <class X> auto reshape_value(const X& x, const shape_t& s);
 template <class X> auto broadcast_values(const X& x, const shape_t& s);

@@ -18,6 +18,7 @@
 #include <boost/hana/length.hpp>
 #include <boost/hana/second.hpp>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -53,6 +54,16 @@ template <template <class> class S, class T> struct struct_leaf<S<T>> { using ty
 template <class X>
 inline constexpr bool is_hana_struct_v = !is_leaf_v<X> && boost::hana::Struct<std::remove_cvref_t<X>>::value;
 
+namespace detail {
+/// The number of members of a Hana struct, and member I of one.
+template <class S>
+inline constexpr std::size_t struct_size_v = decltype(boost::hana::length(boost::hana::accessors<std::remove_cvref_t<S>>()))::value;
+template <std::size_t I, class S>
+decltype(auto) member(S&& s) {
+  return boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<std::remove_cvref_t<S>>()))(std::forward<S>(s));
+}
+}  // namespace detail
+
 /// A type tower can map over: a leaf or a container of pytrees.
 template <class X>
 inline constexpr bool is_pytree_v = is_leaf_v<X> || detail::is_tuple_like<std::remove_cvref_t<X>>::value ||
@@ -66,8 +77,10 @@ auto tree_map(F&& f, const X& x) {
   if constexpr (is_leaf_v<D>) {
     return f(x);
   } else if constexpr (detail::is_tuple_like<D>::value) {
-    if constexpr (requires { x.first; }) return std::make_pair(tree_map(f, x.first), tree_map(f, x.second));
-    else return std::apply([&](const auto&... e) { return std::make_tuple(tree_map(f, e)...); }, x);
+    // Braced initialisation: the leaves are visited in order (tree_for_each relies on it).
+    if constexpr (requires { x.first; })
+      return std::pair<decltype(tree_map(f, x.first)), decltype(tree_map(f, x.second))>{tree_map(f, x.first), tree_map(f, x.second)};
+    else return std::apply([&](const auto&... e) { return std::tuple<decltype(tree_map(f, e))...>{tree_map(f, e)...}; }, x);
   } else if constexpr (detail::is_std_array<D>::value) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::array<decltype(tree_map(f, x[0])), sizeof...(I)>{tree_map(f, x[I])...};
@@ -92,45 +105,122 @@ auto tree_map(F&& f, const X& x) {
   }
 }
 
-/// Applies f to corresponding leaves of two pytrees of the same structure.
+namespace detail {
+/// Whether pytree types X and Y have the same structure: the same containers (a pair matches a
+/// 2-tuple), array sizes and struct templates, and a leaf wherever the other has one.
+template <class X0, class Y0>
+constexpr bool same_structure() {
+  using X = std::remove_cvref_t<X0>;
+  using Y = std::remove_cvref_t<Y0>;
+  if constexpr (is_leaf_v<X> || is_leaf_v<Y>) {
+    return is_leaf_v<X> && is_leaf_v<Y>;
+  } else if constexpr (is_tuple_like<X>::value || is_tuple_like<Y>::value) {
+    if constexpr (!is_tuple_like<X>::value || !is_tuple_like<Y>::value) return false;
+    else if constexpr (std::tuple_size_v<X> != std::tuple_size_v<Y>) return false;
+    else
+      return []<std::size_t... I>(std::index_sequence<I...>) {
+        return (same_structure<std::tuple_element_t<I, X>, std::tuple_element_t<I, Y>>() && ...);
+      }(std::make_index_sequence<std::tuple_size_v<X>>{});
+  } else if constexpr (is_std_array<X>::value || is_std_array<Y>::value) {
+    if constexpr (!is_std_array<X>::value || !is_std_array<Y>::value) return false;
+    else return std::tuple_size_v<X> == std::tuple_size_v<Y> && same_structure<typename X::value_type, typename Y::value_type>();
+  } else if constexpr (is_std_vector<X>::value || is_std_vector<Y>::value) {
+    if constexpr (!is_std_vector<X>::value || !is_std_vector<Y>::value) return false;
+    else return same_structure<typename X::value_type, typename Y::value_type>();
+  } else if constexpr (is_hana_struct_v<X> && is_hana_struct_v<Y>) {
+    if constexpr (!requires { typename struct_leaf<X>::type; typename struct_leaf<Y>::type; }) return false;
+    else
+      return std::is_same_v<typename rebind_struct<X, typename struct_leaf<Y>::type>::type, Y> &&
+             same_structure<typename struct_leaf<X>::type, typename struct_leaf<Y>::type>();
+  } else {
+    return false;
+  }
+}
+
+/// tree_zip, naming `who` when vector lengths differ.
 template <class F, class X, class Y>
-auto tree_zip(F&& f, const X& x, const Y& y) {
+auto tree_zip_named(const char* who, F&& f, const X& x, const Y& y) {
   using D = std::remove_cvref_t<X>;
   if constexpr (is_leaf_v<D>) {
     return f(x, y);
   } else if constexpr (detail::is_tuple_like<D>::value) {
     static_assert(std::tuple_size_v<D> == std::tuple_size_v<std::remove_cvref_t<Y>>, "tower: pytrees differ in structure");
     if constexpr (requires { x.first; }) {
-      return std::make_pair(tree_zip(f, x.first, y.first), tree_zip(f, x.second, y.second));
+      return std::pair<decltype(tree_zip_named(who, f, x.first, std::get<0>(y))), decltype(tree_zip_named(who, f, x.second, std::get<1>(y)))>{
+          tree_zip_named(who, f, x.first, std::get<0>(y)), tree_zip_named(who, f, x.second, std::get<1>(y))};
     } else {
       return [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return std::make_tuple(tree_zip(f, std::get<I>(x), std::get<I>(y))...);
+        return std::tuple<decltype(tree_zip_named(who, f, std::get<I>(x), std::get<I>(y)))...>{tree_zip_named(who, f, std::get<I>(x), std::get<I>(y))...};
       }(std::make_index_sequence<std::tuple_size_v<D>>{});
     }
   } else if constexpr (detail::is_std_array<D>::value) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::array<decltype(tree_zip(f, x[0], y[0])), sizeof...(I)>{tree_zip(f, x[I], y[I])...};
+      return std::array<decltype(tree_zip_named(who, f, x[0], y[0])), sizeof...(I)>{tree_zip_named(who, f, x[I], y[I])...};
     }(std::make_index_sequence<std::tuple_size_v<D>>{});
   } else if constexpr (detail::is_std_vector<D>::value) {
     if (x.size() != y.size())
-      throw error("pytree: vectors of different lengths (" + std::to_string(x.size()) + " and " + std::to_string(y.size()) + ")");
-    std::vector<decltype(tree_zip(f, x[0], y[0]))> r;
+      throw error(std::string(who) + ": vectors of different lengths (" + std::to_string(x.size()) + " and " + std::to_string(y.size()) + ")");
+    std::vector<decltype(tree_zip_named(who, f, x[0], y[0]))> r;
     r.reserve(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) r.push_back(tree_zip(f, x[i], y[i]));
+    for (std::size_t i = 0; i < x.size(); ++i) r.push_back(tree_zip_named(who, f, x[i], y[i]));
     return r;
   } else {
     static_assert(is_hana_struct_v<D>, "tower: this type is not a pytree (tuple, pair, array, vector, Hana struct or a leaf)");
     using T = typename detail::struct_leaf<D>::type;
     using U = typename detail::struct_leaf<std::remove_cvref_t<Y>>::type;
-    using R = typename detail::rebind_struct<D, decltype(tree_zip(f, std::declval<const T&>(), std::declval<const U&>()))>::type;
+    using R = typename detail::rebind_struct<D, decltype(tree_zip_named(who, f, std::declval<const T&>(), std::declval<const U&>()))>::type;
     R r{};
     constexpr std::size_t n = decltype(boost::hana::length(boost::hana::accessors<D>()))::value;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<R>()))(r) =
-            tree_zip(f, boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<D>()))(x),
-                     boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<std::remove_cvref_t<Y>>()))(y))),
+            tree_zip_named(who, f, boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<D>()))(x),
+                           boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<std::remove_cvref_t<Y>>()))(y))),
        ...);
     }(std::make_index_sequence<n>{});
+    return r;
+  }
+}
+}  // namespace detail
+
+/// Applies f to corresponding leaves of two pytrees of the same structure.
+template <class F, class X, class Y>
+auto tree_zip(F&& f, const X& x, const Y& y) {
+  return detail::tree_zip_named("pytree", std::forward<F>(f), x, y);
+}
+
+/// tree_map with each leaf's place: f(leaf, get), where get(y) returns (a copy of) the leaf at
+/// the same place in a pytree y of the same structure.
+template <class F, class X, class Get = std::identity>
+auto tree_map_path(F&& f, const X& x, Get get = {}) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_leaf_v<D>) {
+    return f(x, [get](const auto& y) { return std::remove_cvref_t<decltype(get(y))>(get(y)); });
+  } else if constexpr (detail::is_tuple_like<D>::value || detail::is_std_array<D>::value) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      auto at = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+        return tree_map_path(f, std::get<K>(x), [get](const auto& y) -> decltype(auto) { return std::get<K>(get(y)); });
+      };
+      if constexpr (detail::is_std_array<D>::value)
+        return std::array<decltype(at(std::integral_constant<std::size_t, 0>{})), sizeof...(I)>{at(std::integral_constant<std::size_t, I>{})...};
+      else
+        return std::tuple<decltype(at(std::integral_constant<std::size_t, I>{}))...>{at(std::integral_constant<std::size_t, I>{})...};
+    }(std::make_index_sequence<std::tuple_size_v<D>>{});
+  } else if constexpr (detail::is_std_vector<D>::value) {
+    auto at = [&](std::size_t k) { return tree_map_path(f, x[k], [get, k](const auto& y) -> decltype(auto) { return get(y)[k]; }); };
+    std::vector<decltype(at(0))> r;
+    r.reserve(x.size());
+    for (std::size_t k = 0; k < x.size(); ++k) r.push_back(at(k));
+    return r;
+  } else {
+    static_assert(is_hana_struct_v<D>, "tower: this type is not a pytree (tuple, pair, array, vector, Hana struct or a leaf)");
+    auto at = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+      return tree_map_path(f, detail::member<K>(x), [get](const auto& y) -> decltype(auto) { return detail::member<K>(get(y)); });
+    };
+    using R = typename detail::rebind_struct<D, decltype(at(std::integral_constant<std::size_t, 0>{}))>::type;
+    R r{};
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((detail::member<I>(r) = at(std::integral_constant<std::size_t, I>{})), ...);
+    }(std::make_index_sequence<detail::struct_size_v<D>>{});
     return r;
   }
 }

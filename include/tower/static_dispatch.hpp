@@ -423,13 +423,17 @@ V convert_adjoint(G&& g) {
       return V{convert_adjoint<P>(std::forward<G>(g)), nullptr, e->serial};
     }
   } else if constexpr (lv == 0) {
-    if constexpr (kernels::is_plain_scalar_v<V> && is_tensor_v<GD>) return static_cast<V>(g.item());
+    // A float argument's adjoint from double arithmetic (x * 2.0): rounded to the argument's type.
+    if constexpr (kernels::is_plain_scalar_v<V> && kernels::is_plain_scalar_v<GD>) return static_cast<V>(g);
+    else if constexpr (kernels::is_plain_scalar_v<V> && is_tensor_v<GD>) return static_cast<V>(g.item());
     else if constexpr (is_tensor_v<V> && kernels::is_plain_scalar_v<GD>) return V(static_cast<typename V::value_type>(g));
     else static_assert(lv != 0, "tower: internal: cannot convert between these plain types");
   } else if constexpr (V::key != GD::key) {
     // Two transforms at one level: only in an instantiation the level check never runs (a value
     // captured from an enclosing transform, seen at a level it shares with fresh ones).
     throw error("tower: internal: an adjoint of another transform at level " + std::to_string(lv));
+  } else if constexpr (!std::is_same_v<scalar_type_t<V>, scalar_type_t<GD>>) {
+    return convert_adjoint<V>(element_cast_adjoint<V>(g));  // float <-> double, tracked at every level
   } else if constexpr (V::key == transform_type::vmap) {
     if constexpr (is_tensor_v<typename inner_type<GD>::type>)
       if (g.batch_last) return convert_adjoint<V>(batch_first(g));

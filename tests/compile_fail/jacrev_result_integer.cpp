@@ -1,6 +1,6 @@
 // Diagnostic 10: the Jacobian of a function whose result is not differentiable.
-// expect: jacrev: f must return a tensor or a floating-point scalar
-// expect-clang: "jacrev: f must return a tensor or a floating-point scalar"
+// expect: jacrev: f must return tensors or floating-point numbers (or a pytree of them), it returns int
+// expect-clang: "jacrev: f must return tensors or floating-point numbers (or a pytree of them)"
 #include <tower/tower.hpp>
 namespace tw = tower;
 

@@ -60,6 +60,11 @@ constexpr int first_of() {
 template <class... A>
 constexpr bool inside_tape_free() { return (is_scalar_dual_v<fixeds::scalar_t<A>> || ...); }
 
+/// An argnums index counted from the end (-1: the last argument) as an index from the front;
+/// out-of-range indices stay as they are for the check to report.
+template <int I, std::size_t N>
+constexpr int normalized_argnum() { return I < 0 && I >= -static_cast<int>(N) ? I + static_cast<int>(N) : I; }
+
 /// A pytree at level L seen one level down (each leaf's primal).
 template <int L, class X>
 auto unwrap_level(const X& x) {
@@ -71,24 +76,19 @@ auto unwrap_level(const X& x) {
 }
 
 /// Starts the backward pass of the grad call at level L (tape serial) from cotangents: each
-/// output y of f on that tape gets c as its adjoint (vjp's cotangent_seed). Outputs that do not
-/// depend on the differentiated arguments get nothing; shapes must match exactly.
+/// output y of f on that tape gets c as its adjoint (vjp's cotangent_seed). f's outputs form a
+/// pytree (pytree.hpp) and the cotangents one of the same structure (vjp checked it). Outputs
+/// that do not depend on the differentiated arguments get nothing; shapes must match exactly.
 template <int L, class C, class Y>
 void seed_cotangents(const C& c, const Y& y, std::uint64_t serial) {
-  if constexpr (requires { std::tuple_size<Y>::value; }) {
-    constexpr bool matches = [] {
-      if constexpr (requires { std::tuple_size<C>::value; }) return std::tuple_size_v<C> == std::tuple_size_v<Y>;
-      else return false;
-    }();
-    static_assert(matches, "vjp: f returns a tuple: the cotangent must be a tuple with one entry per output");
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (seed_cotangents<L>(std::get<K>(c), std::get<K>(y), serial), ...);
-    }(std::make_index_sequence<std::tuple_size_v<Y>>{});
-  } else {
-    require_cotangent_shape(shape(c), shape(y));
-    if constexpr (level_of<Y>() == L)
-      if (y.node && y.serial == serial) y.node->accumulate(c);
-  }
+  static_assert(same_structure<C, Y>(), "tower: internal: vjp checks the cotangent's structure");
+  (void)tree_zip_named("vjp: the cotangent and f's output", [&](const auto& cl, const auto& yl) {
+    require_cotangent_shape(shape(cl), shape(yl));
+    using Yl = std::remove_cvref_t<decltype(yl)>;
+    if constexpr (level_of<Yl>() == L)
+      if (yl.node && yl.serial == serial) yl.node->accumulate(cl);
+    return 0;
+  }, c, y);
 }
 
 }  // namespace detail
@@ -103,7 +103,10 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    if constexpr ((is_scalar_dual_v<A> || ...) || (is_fixed_v<A> || ...)) {
+    if constexpr (((I < 0) || ...)) {
+      // Negative argnums count from the end, as in torch.func.
+      return grad_transform<F, argnums_t<detail::normalized_argnum<I, sizeof...(A)>()...>, HasAux, WithValue, Floor>{f}(a...);
+    } else if constexpr ((is_scalar_dual_v<A> || ...) || (is_fixed_v<A> || ...)) {
       // tw::fixed arguments, or nested in a tape-free grad (vmap's fused form on numbers): forward
       // mode (forward over forward when nested).
       if constexpr (forward_ok<A...>()) {

@@ -36,17 +36,29 @@ namespace tower {
 
 namespace detail {
 
-/// <c, y> summed over every element (and over every output of a tuple).
+/// <c, y> summed over every element of every leaf of the pytree y (c has its structure).
 template <class C, class Y>
 auto inner_product(const C& c, const Y& y) {
-  if constexpr (requires { std::tuple_size<Y>::value; }) {
+  using D = std::remove_cvref_t<Y>;
+  if constexpr (is_leaf_v<D>) {
+    require_cotangent_shape(shape(c), shape(y));
+    if constexpr (is_scalar_type_v<C> && is_scalar_type_v<Y>) return c * y;
+    else return sum(c * y);
+  } else if constexpr (is_tuple_like<D>::value || is_std_array<D>::value) {
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
       return (inner_product(std::get<K>(c), std::get<K>(y)) + ...);
-    }(std::make_index_sequence<std::tuple_size_v<Y>>{});
-  } else if constexpr (is_scalar_type_v<C> && is_scalar_type_v<Y>) {
-    return c * y;
+    }(std::make_index_sequence<std::tuple_size_v<D>>{});
+  } else if constexpr (is_std_vector<D>::value) {
+    if (c.size() != y.size())
+      throw error("vjp: the cotangent is a vector of " + std::to_string(c.size()) + " entries but f's output has " + std::to_string(y.size()));
+    if (y.empty()) throw error("vjp: f returned an empty std::vector: there is no output to differentiate");
+    auto r = inner_product(c[0], y[0]);
+    for (std::size_t k = 1; k < y.size(); ++k) r = r + inner_product(c[k], y[k]);
+    return r;
   } else {
-    return sum(c * y);
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return (inner_product(member<K>(c), member<K>(y)) + ...);
+    }(std::make_index_sequence<struct_size_v<D>>{});
   }
 }
 
@@ -66,37 +78,57 @@ constexpr auto batch_last_only() {
 }
 
 /// Whether grad can start its backward pass from cotangents C of outputs Y (cotangent_seed.hpp):
-/// outputs on the static tape, or one runtime value on the runtime path (C a runtime value too).
-/// tw::fixed values and scalar_duals (grad's tape-free path), runtime tuples and a static f that
-/// hands back a runtime value (bridge.hpp) take <c, y>.
+/// outputs on the static tape (any pytree of them), or one runtime value on the runtime path (C
+/// a runtime value too). tw::fixed values and scalar_duals (grad's tape-free path), runtime
+/// pytrees and a static f that hands back a runtime value (bridge.hpp) take <c, y>.
 template <class C, class Y>
 constexpr bool seedable() {
-  if constexpr (is_dyn_v<C> || is_dyn_v<Y>)
+  if constexpr (is_dyn_v<C> || is_dyn_v<Y>) {
     return is_dyn_v<C> && is_dyn_v<Y>;
-  else if constexpr (requires { std::tuple_size<Y>::value; })
-    return []<std::size_t... K>(std::index_sequence<K...>) {
-      return (seedable<C, std::remove_cvref_t<std::tuple_element_t<K, Y>>>() && ...);
-    }(std::make_index_sequence<std::tuple_size_v<Y>>{});
-  else
-    return !is_fixed_v<Y> && !is_scalar_dual_v<Y> && !diagnostics::is_failed_v<Y>;
+  } else {
+    constexpr bool static_leaf = []<class... L>(std::type_identity<std::tuple<L...>>) {
+      return ((!is_fixed_v<L> && !is_scalar_dual_v<L> && !is_dyn_v<L> && !diagnostics::is_failed_v<L>) && ...);
+    }(std::type_identity<typename leaf_types<Y>::type>{});
+    constexpr bool static_ct = []<class... L>(std::type_identity<std::tuple<L...>>) {
+      return (!is_dyn_v<L> && ...);
+    }(std::type_identity<typename leaf_types<C>::type>{});
+    return static_leaf && static_ct;
+  }
+}
+
+/// Whether a pytree type holds a runtime value anywhere.
+template <class X>
+constexpr bool has_dyn_leaf() {
+  return []<class... L>(std::type_identity<std::tuple<L...>>) { return (is_dyn_v<L> || ...); }(
+      std::type_identity<typename leaf_types<std::remove_cvref_t<X>>::type>{});
 }
 
 /// The VJP of f at xs for cotangent ct, for the argument indices I... (all when none given):
 /// one gradient, or a tuple of them. On the static tape, grad seeds f's outputs with ct.
 template <int Floor, class F, int... I, class C, class... X>
 auto vjp_apply(const F& f, argnums_t<I...>, const C& ct, const X&... xs) {
-  constexpr std::size_t N = sizeof...(X);
-  auto h = [&f](const auto&... a) {
-    auto all = std::tie(a...);
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      const auto& c = std::get<N>(all);
-      auto y = f(std::get<K>(all)...);
-      using Y = decltype(y);
-      if constexpr (seedable<std::remove_cvref_t<decltype(c)>, Y>()) return cotangent_seed<std::remove_cvref_t<decltype(c)>, Y>{c, std::move(y)};
-      else return inner_product(c, y);
-    }(std::make_index_sequence<N>{});
+  auto pull = [&f](const auto& c, const auto&... x) {
+    auto y = f(x...);
+    using Y = decltype(y);
+    using Ct = std::remove_cvref_t<decltype(c)>;
+    if constexpr (seedable<Ct, Y>()) return cotangent_seed<Ct, Y>{c, std::move(y)};
+    else return inner_product(c, y);
   };
-  return grad_at<Floor>(h, argnums<I...>)(xs..., ct);
+  if constexpr (is_runtime_function_v<F> || (is_dyn_v<X> || ...) || has_dyn_leaf<C>()) {
+    // The runtime path: the cotangent, a pytree of runtime values, is captured (runtime levels
+    // need no argument to be seen) and grad's arguments are f's alone.
+    const auto c = tree_map([](const auto& leaf) { return runtime::detail::to_value(leaf); }, ct);
+    return grad_at<Floor>([&](const auto&... x) { return pull(c, x...); }, argnums<I...>)(xs...);
+  } else {
+    // The static path: the cotangent is an argument, so that its levels are visible.
+    constexpr std::size_t N = sizeof...(X);
+    auto h = [&pull](const auto&... a) {
+      auto all = std::tie(a...);
+      return [&]<std::size_t... K>(std::index_sequence<K...>) { return pull(std::get<N>(all), std::get<K>(all)...); }(
+          std::make_index_sequence<N>{});
+    };
+    return grad_at<Floor>(h, argnums<I...>)(xs..., ct);
+  }
 }
 
 /// The first example of a tensor whose leading `batch_dims` dims are batch dims.
@@ -291,22 +323,71 @@ struct forward_jacobian {
 
 }  // namespace detail
 
+namespace detail {
+/// f's first result, for transforms of a function returning (output, aux).
+template <class F>
+struct first_result {
+  F f;
+  template <class... A>
+  auto operator()(const A&... a) const { return std::get<0>(f(a...)); }
+};
+}  // namespace detail
+
+template <class F>
+struct is_runtime_function<detail::first_result<F>> : is_runtime_function<F> {};
+
+namespace detail {
+/// Whether the last of P... is has_aux_t (vjp and jvp take it after the primals, as torch.func
+/// takes has_aux=True).
+template <class... P>
+constexpr bool ends_with_has_aux() {
+  if constexpr (sizeof...(P) == 0) return false;
+  else return std::is_same_v<std::tuple_element_t<sizeof...(P) - 1, std::tuple<P...>>, has_aux_t>;
+}
+
+template <bool HasAux, class F, class... P>
+auto vjp_impl(F f, const P&... primals) {
+  using Full = decltype(f(for_function<F>(primals)...));
+  if constexpr (!decltype(diagnostics::check_differentiable_output<"vjp", HasAux, Full>())::value) {
+    return diagnostics::failed{};
+  } else {
+    auto full = f(for_function<F>(primals)...);
+    using G = std::conditional_t<HasAux, first_result<F>, F>;
+    using Out = std::remove_cvref_t<decltype(std::declval<const G&>()(for_function<F>(primals)...))>;
+    auto vjp_fn = [g = G{std::move(f)}, xs = std::make_tuple(for_function<F>(primals)...)](const auto& ct) {
+      using C = std::remove_cvref_t<decltype(ct)>;
+      if constexpr (!decltype(diagnostics::check_cotangent<C, Out>())::value) {
+        return diagnostics::failed{};
+      } else {
+        return std::apply([&](const auto&... x) {
+          constexpr int L = pytree_level<C, P...>() + 1;
+          return run_composite<L>("vjp", [&](auto floor) {
+            auto gr = vjp_apply<decltype(floor)::value>(g, argnums_of(std::index_sequence_for<P...>{}), ct, x...);
+            if constexpr (sizeof...(P) == 1) return std::make_tuple(std::move(gr));
+            else return gr;
+          });
+        }, xs);
+      }
+    };
+    if constexpr (HasAux) return std::make_tuple(std::get<0>(std::move(full)), std::move(vjp_fn), std::get<1>(std::move(full)));
+    else return std::make_pair(std::move(full), std::move(vjp_fn));
+  }
+}
+}  // namespace detail
+
 /// vjp(f, primals...) -> (f(primals...), vjp_fn); vjp_fn(cotangent) returns a std::tuple with
-/// one gradient per primal. vjp_fn is itself differentiable (it re-runs f under grad).
+/// one gradient per primal. f may return any pytree of tensors and floating-point numbers; the
+/// cotangent has its structure. vjp_fn is itself differentiable (it re-runs f under grad).
+/// vjp(f, primals..., tw::has_aux): f returns (output, aux); the result is (output, vjp_fn, aux).
 template <class F, class... P>
 auto vjp(F f, const P&... primals) {
-  auto out = f(detail::for_function<F>(primals)...);
-  auto vjp_fn = [f, xs = std::make_tuple(detail::for_function<F>(primals)...)](const auto& ct) {
-    return std::apply([&](const auto&... x) {
-      constexpr int L = pytree_level<std::remove_cvref_t<decltype(ct)>, P...>() + 1;
-      return detail::run_composite<L>("vjp", [&](auto floor) {
-        auto g = detail::vjp_apply<decltype(floor)::value>(f, detail::argnums_of(std::index_sequence_for<P...>{}), ct, x...);
-        if constexpr (sizeof...(P) == 1) return std::make_tuple(std::move(g));
-        else return g;
-      });
-    }, xs);
-  };
-  return std::make_pair(std::move(out), std::move(vjp_fn));
+  if constexpr (detail::ends_with_has_aux<P...>()) {
+    auto all = std::tie(primals...);
+    return [&]<std::size_t... K>(std::index_sequence<K...>) { return detail::vjp_impl<true>(std::move(f), std::get<K>(all)...); }(
+        std::make_index_sequence<sizeof...(P) - 1>{});
+  } else {
+    return detail::vjp_impl<false>(std::move(f), primals...);
+  }
 }
 
 namespace detail {
@@ -350,6 +431,25 @@ class output_shape_memo {
 };
 struct stale_output_shape {};
 }  // namespace detail
+
+namespace detail {
+/// f's output leaf at one place of its pytree output (get, from tree_map_path): jacrev and
+/// jacfwd of a pytree output take one Jacobian per leaf.
+template <class F, class Get>
+struct output_leaf {
+  F f;
+  Get get;
+  using wrapped_function = F;  // get holds no values (detail::may_capture_values)
+  template <class... A>
+  auto operator()(const A&... a) const {
+    const auto out = f(a...);
+    return get(out);
+  }
+};
+}  // namespace detail
+
+template <class F, class G>
+struct is_runtime_function<detail::output_leaf<F, G>> : is_runtime_function<F> {};
 
 namespace detail {
 /// The entry shared by jacrev and jacfwd: type-erased functions get dyn::values; on the static
@@ -397,12 +497,45 @@ struct jacobian_entry {
                       "tw::fixed values");
         return diagnostics::failed{};
       }
+    } else if constexpr (((I < 0) || ...)) {
+      // Negative argnums count from the end, as in torch.func.
+      using N = typename Derived::template rebind<F, argnums_t<normalized_argnum<I, sizeof...(A)>()...>>;
+      return N{{}, self.f}(a...);
     } else if constexpr (is_runtime_function_v<F> && !(is_dyn_v<A> && ...)) {
       return self(runtime::detail::to_value(a)...);
+    } else if constexpr (!decltype(check<A...>())::value) {
+      return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else {
-      static_assert(sizeof(typename Derived::template check<A...>) > 0);
-      if constexpr ((is_dyn_v<A> || ...)) return self.template body<0>(a...);
-      else return run_composite<pytree_level<A...>() + 1, may_capture_values<F>()>(Derived::name, [&](auto floor) { return self.template body<decltype(floor)::value>(a...); });
+      if constexpr ((is_dyn_v<A> || ...)) return run_body<0>(a...);
+      else return run_composite<pytree_level<A...>() + 1, may_capture_values<F>()>(Derived::name.text, [&](auto floor) { return run_body<decltype(floor)::value>(a...); });
+    }
+  }
+
+ private:
+  /// The static checks, before anything else is instantiated.
+  template <class... A>
+  static constexpr auto check() {
+    if constexpr (!decltype(diagnostics::check_grad_args<Derived::name, argnums_t<I...>, A...>())::value) return std::false_type{};
+    else if constexpr (!std::is_invocable_v<const F&, const A&...>)
+      return diagnostics::check_callable<Derived::name, F, std::tuple<const A&...>, A...>();
+    else return diagnostics::check_differentiable_output<Derived::name, false, std::invoke_result_t<const F&, const A&...>>();
+  }
+
+  /// Derived::body for a tensor or number output; for a pytree output, one Jacobian per leaf in
+  /// the output's structure, each a tuple over argnums when there are several (as torch.func).
+  template <int Floor, class... A>
+  auto run_body(const A&... a) const {
+    const auto& self = static_cast<const Derived&>(*this);
+    using Out = std::remove_cvref_t<std::invoke_result_t<const F&, const A&...>>;
+    if constexpr (is_leaf_v<Out>) {
+      return self.template body<Floor>(a...);
+    } else {
+      // The output's structure (a vector's length) from f on one example of the arguments.
+      const auto probe = self.f(tree_map([](const auto& leaf) { return first_example_leaf(leaf); }, a)...);
+      return tree_map_path([&](const auto&, auto get) {
+        using G = output_leaf<F, decltype(get)>;
+        return typename Derived::template rebind<G, argnums_t<I...>>{{}, G{self.f, get}}.template body<Floor>(a...);
+      }, probe);
     }
   }
 };
@@ -416,16 +549,8 @@ struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_tran
   F f;
   using wrapped_function = F;  // f and a memo of output shapes, no values (detail::may_capture_values)
   std::shared_ptr<detail::output_shape_memo> memo = std::make_shared<detail::output_shape_memo>();
-  static constexpr const char* name = "jacrev";
-
-
-  /// The static checks, as a class so they fire before the body is instantiated.
-  template <class... A>
-  struct check {
-    static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacrev: an argnums index is out of range for the arguments given");
-    static_assert(diagnostics::is_differentiable_value_v<std::remove_cvref_t<std::invoke_result_t<const F&, const A&...>>>,
-                  "jacrev: f must return a tensor or a floating-point scalar");
-  };
+  static constexpr diagnostic name = "jacrev";
+  template <class G, class A> using rebind = jacrev_transform<G, A>;
 
   template <int Floor, class... A>
   auto body(const A&... a) const {
@@ -511,16 +636,8 @@ template <class F, int... I>
 struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_transform<F, argnums_t<I...>>, F, I...> {
   F f;
   using wrapped_function = F;  // holds f and nothing else (detail::may_capture_values)
-  static constexpr const char* name = "jacfwd";
-
-
-  /// The static checks, as a class so they fire before the body is instantiated.
-  template <class... A>
-  struct check {
-    static_assert(((I >= 0 && I < static_cast<int>(sizeof...(A))) && ...), "jacfwd: an argnums index is out of range for the arguments given");
-    static_assert(diagnostics::is_differentiable_value_v<std::remove_cvref_t<std::invoke_result_t<const F&, const A&...>>>,
-                  "jacfwd: f must return a tensor or a floating-point scalar");
-  };
+  static constexpr diagnostic name = "jacfwd";
+  template <class G, class A> using rebind = jacfwd_transform<G, A>;
 
   template <int Floor, class... A>
   auto body(const A&... a) const {
@@ -541,7 +658,8 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
       }(std::index_sequence_for<A...>{});
     };
     if constexpr (is_scalar_type_v<std::remove_cvref_t<decltype(xk)>>) {
-      return detail::jvp_at<Floor>(f, std::make_tuple(a...), tangents_for(1.0, std::make_tuple(a...))).second;
+      using S = scalar_type_t<std::remove_cvref_t<decltype(xk)>>;  // float with a float argument
+      return detail::jvp_at<Floor>(f, std::make_tuple(a...), tangents_for(S(1), std::make_tuple(a...))).second;
     } else {
       const shape_t is = shape(xk);
       const std::int64_t n = numel_of(is);
@@ -574,14 +692,6 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
 };
 
 namespace detail {
-/// f's first result, for Jacobians of a function returning (output, aux).
-template <class F>
-struct first_result {
-  F f;
-  template <class... A>
-  auto operator()(const A&... a) const { return std::get<0>(f(a...)); }
-};
-
 /// A Jacobian transform of f's first result, returning (jacobian, aux) with aux = f's second
 /// result, evaluated once and passed through untouched (torch.func's has_aux).
 template <class J, class F>
@@ -590,7 +700,7 @@ struct with_aux {
   F f;
   template <class... A>
   auto operator()(const A&... a) const {
-    auto full = f(a...);
+    auto full = f(for_function<F>(a)...);  // a type-erased f takes runtime values
     static_assert(requires { std::tuple_size<decltype(full)>::value; }, "jacobian: with has_aux, f must return an (output, aux) pair");
     return std::make_pair(jac(a...), std::get<1>(std::move(full)));
   }
@@ -609,9 +719,6 @@ auto make_jacobian(F f) {
   }
 }
 }  // namespace detail
-
-template <class F>
-struct is_runtime_function<detail::first_result<F>> : is_runtime_function<F> {};
 
 /// jacrev(f), jacrev(f, argnums<0, 1>), jacrev(f, has_aux): Jacobian by reverse mode (vmap of vjp
 /// over a basis). With has_aux, f returns (output, aux) and the result is (jacobian, aux).

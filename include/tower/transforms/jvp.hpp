@@ -14,12 +14,14 @@
 #include <utility>
 
 #include "dsl/shape_ops.hpp"
+#include "tower/diagnostics.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/pytree.hpp"
 #include "tower/static_values.hpp"
 #include "tower/transforms/runtime_function.hpp"
 #include "tower/transforms/runtime_transforms.hpp"
+#include "tower/transforms/options.hpp"
 #include "tower/transforms/static_level.hpp"
 
 namespace tower {
@@ -59,11 +61,25 @@ auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T.
   });
 }
 
+/// Whether each tangent has its primal's element type, leaf by leaf.
+template <class P, class T>
+constexpr bool same_element_types() {
+  if constexpr (is_leaf_v<P>) return is_dyn_v<P> || is_dyn_v<T> || std::is_same_v<scalar_type_t<P>, scalar_type_t<T>>;
+  else
+    return []<class... Lp, class... Lt>(std::type_identity<std::tuple<Lp...>>, std::type_identity<std::tuple<Lt...>>) {
+      if constexpr (sizeof...(Lp) != sizeof...(Lt)) return true;  // leaf_types merges vector entries: checked per leaf at run time
+      else return ((is_dyn_v<Lp> || is_dyn_v<Lt> || std::is_same_v<scalar_type_t<Lp>, scalar_type_t<Lt>>) && ...);
+    }(std::type_identity<typename leaf_types<P>::type>{}, std::type_identity<typename leaf_types<T>::type>{});
+}
+
 /// jvp inside a tower composite (see run_at_level's Floor); jvp below is jvp_at<0>.
 template <int Floor, class F, class... P, class... T>
 auto jvp_at(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
+  static_assert(sizeof...(P) != 0, "jvp: give at least one primal (and its tangent): f has nothing to differentiate");
   static_assert(sizeof...(P) == sizeof...(T), "jvp: give one tangent per primal");
-  static_assert(((is_dyn_v<P> || is_dyn_v<T> || std::is_same_v<scalar_type_t<P>, scalar_type_t<T>>) && ...),
+  static_assert((same_structure<P, T>() && ...),
+                "jvp: each tangent must have its primal's pytree structure (the same tuples, vectors and structs, a tensor or number per leaf)");
+  static_assert((same_element_types<P, T>() && ...),
                 "jvp: each tangent must have its primal's element type (double with double, float with float)");
   if constexpr (is_runtime_function_v<F> || (is_dyn_v<P> || ...) || (is_dyn_v<T> || ...)) {
     constexpr std::size_t N = sizeof...(P);
@@ -79,10 +95,35 @@ auto jvp_at(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>&
 
 }  // namespace detail
 
+namespace detail {
+/// jvp's check of f's output (a pytree of differentiable values with a leaf), when f takes the
+/// primals as given (else its call reports).
+template <bool HasAux, class F, class... P>
+constexpr auto check_jvp_output() {
+  if constexpr (sizeof...(P) == 0) return std::true_type{};  // jvp_at's check (f is not even called)
+  else if constexpr (!std::is_invocable_v<const F&, const P&...>) return std::true_type{};
+  else return diagnostics::check_differentiable_output<"jvp", HasAux, std::invoke_result_t<const F&, const P&...>>();
+}
+}  // namespace detail
+
 /// jvp(f, std::tuple{primals...}, std::tuple{tangents...}) -> std::pair(output, output tangent).
+/// f may return any pytree of tensors and floating-point numbers.
 template <class F, class... P, class... T>
 auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
-  return detail::jvp_at<0>(f, primals, tangents);
+  if constexpr (!decltype(detail::check_jvp_output<false, F, P...>())::value) return diagnostics::failed{};
+  else return detail::jvp_at<0>(f, primals, tangents);
+}
+
+/// jvp(f, primals, tangents, tw::has_aux): f returns (output, aux) -> (output, output tangent, aux).
+template <class F, class... P, class... T>
+auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents, has_aux_t) {
+  if constexpr (!decltype(detail::check_jvp_output<true, F, P...>())::value) {
+    return diagnostics::failed{};
+  } else {
+    // aux rides along as a second output; its tangent is dropped.
+    auto [out, tangent] = detail::jvp_at<0>(f, primals, tangents);
+    return std::make_tuple(std::get<0>(std::move(out)), std::get<0>(std::move(tangent)), std::get<1>(std::move(out)));
+  }
 }
 
 /// linearize(f, primals...) -> (f(primals...), jvp_fn) with jvp_fn(tangents...) = J v.

@@ -83,10 +83,30 @@ inline fusion_report& last_fusion() {
   return r;
 }
 
+template <class R> inline constexpr bool is_value_or_tuple_of_values_v = std::is_same_v<R, value>;
+template <class... V> inline constexpr bool is_value_or_tuple_of_values_v<std::tuple<V...>> = (std::is_same_v<V, value> && ...);
+
+template <class R, class Call, std::size_t N>
+std::optional<R> run_vmap_fused_program(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
+                                        const shape_t& out_dims, const std::array<value, N>& args, randomness_kind randomness);
+
 /// The result of vmap(call) by the fused program, or nullopt when f has an op with no fused form
-/// (or the batch is too small to be worth a trace). R: the type run_vmap_once returns.
+/// (or the batch is too small to be worth a trace, or f returns a pytree other than a value or
+/// a tuple of values). R: the type run_vmap_once returns.
 template <class R, class Call, std::size_t N>
 std::optional<R> run_vmap_fused(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
+                                const shape_t& out_dims, const std::array<value, N>& args, randomness_kind randomness) {
+  if constexpr (is_value_or_tuple_of_values_v<R>) {
+    return run_vmap_fused_program<R>(call, in_dims, out_dims, args, randomness);
+  } else {
+    last_fusion().fused = false;
+    last_fusion().refusal.assign("f returns a pytree other than a tensor or a std::tuple of tensors");
+    return std::nullopt;
+  }
+}
+
+template <class R, class Call, std::size_t N>
+std::optional<R> run_vmap_fused_program(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
                                 const shape_t& out_dims, const std::array<value, N>& args, randomness_kind randomness) {
   // The report is reset in place: its strings keep their storage, so that a vmap that does not
   // fuse (batch size 1 in a loop) allocates nothing here.

@@ -18,6 +18,7 @@
 #include "tower/dyn_value.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
+#include "tower/pytree.hpp"
 #include "tower/runtime_dispatch.hpp"
 #include "tower/transforms/batch_size.hpp"
 #include "tower/transforms/runtime_fusion.hpp"
@@ -147,11 +148,15 @@ auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t
     wrapped[i] = in_dims[i] ? wrap(transform_type::vmap, level, serial, detail::batch_first(args[i], *in_dims[i])) : args[i];
   auto r = call(wrapped);
   auto out_dim = [&](std::size_t k) { return detail::out_dim_at(out_dims, k); };
-  if constexpr (std::is_same_v<decltype(r), value>) {
-    return detail::unbatch(r, out_dim(0), bs, level, serial);
+  auto unbatch_tree = [&](const auto& t, std::size_t k) {
+    return tree_map([&](const value& v) { return detail::unbatch(v, out_dim(k), bs, level, serial); }, t);
+  };
+  if constexpr (std::is_same_v<decltype(r), value> || !tower::detail::is_tuple_like<decltype(r)>::value) {
+    return unbatch_tree(r, 0);
   } else {
+    // One out_dims entry per element of a tuple result (each element a pytree).
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return std::make_tuple(detail::unbatch(std::get<K>(r), out_dim(K), bs, level, serial)...);
+      return std::make_tuple(unbatch_tree(std::get<K>(r), K)...);
     }(std::make_index_sequence<std::tuple_size_v<decltype(r)>>{});
   }
 }
@@ -174,18 +179,29 @@ auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>
           if (in_dims[i]) slice[i] = narrow(args[i], *in_dims[i], start, std::min(chunk_size, bs - start));
         parts.push_back(run_vmap_once(call, in_dims, out_dims, slice, randomness));
       }
+      // Each leaf of the result: its parts joined along its out dim (each element of a tuple
+      // result takes that element's entry).
       auto join = [&](auto get, std::size_t k) {
-        std::vector<value> xs;
-        for (const auto& p : parts) xs.push_back(get(p));
+        std::vector<std::vector<value>> flat;  // per part, its leaves in order
+        for (const auto& p : parts) {
+          flat.emplace_back();
+          tree_for_each([&](const value& v) { flat.back().push_back(v); }, get(p));
+        }
         const std::int64_t d = detail::out_dim_at(out_dims, k);
-        const auto r = static_cast<std::int64_t>(xs.front().shape().size());
-        return cat(xs, d < 0 ? d + r : d);
+        std::size_t leaf = 0;
+        return tree_map([&](const value& first) {
+          std::vector<value> xs;
+          for (const auto& f : flat) xs.push_back(f[leaf]);
+          ++leaf;
+          const auto r = static_cast<std::int64_t>(first.shape().size());
+          return cat(xs, d < 0 ? d + r : d);
+        }, get(parts.front()));
       };
-      if constexpr (std::is_same_v<R, value>) {
-        return join([](const value& p) { return p; }, 0);
+      if constexpr (std::is_same_v<R, value> || !tower::detail::is_tuple_like<R>::value) {
+        return join([](const R& p) -> const R& { return p; }, 0);
       } else {
         return [&]<std::size_t... K>(std::index_sequence<K...>) {
-          return R{join([](const R& p) { return std::get<K>(p); }, K)...};
+          return R{join([](const R& p) -> const auto& { return std::get<K>(p); }, K)...};
         }(std::make_index_sequence<std::tuple_size_v<R>>{});
       }
     }
@@ -242,14 +258,14 @@ auto run_grad(const Call& call, const std::vector<int>& argnums, const std::arra
 
   detail::leaf_adjoints adjoint;
   if (out.level() == level && out.get().serial == serial && out.get().node) adjoint = detail::backward(out, seed);
-  using Aux = std::conditional_t<HasAux, std::tuple_element_t<1, std::conditional_t<HasAux, decltype(result), std::tuple<value, value>>>, value>;
+  using Aux = std::conditional_t<HasAux, std::remove_cvref_t<std::tuple_element_t<1, std::conditional_t<HasAux, decltype(result), std::tuple<value, value>>>>, value>;
   grad_result<Aux> r;
   for (std::size_t j = 0; j < argnums.size(); ++j) {
     const value* a = detail::find_adjoint(adjoint, leaves[j].get());
     r.grads.push_back(a ? *a : zeros_like(args[static_cast<std::size_t>(argnums[j])]));
   }
   r.val = unwrap_level(out, level, serial);
-  if constexpr (HasAux) r.aux = unwrap_level(std::get<1>(result), level, serial);
+  if constexpr (HasAux) r.aux = tree_map([&](const value& v) { return unwrap_level(v, level, serial); }, std::get<1>(result));
   return r;
 }
 
@@ -281,10 +297,8 @@ auto run_jvp(const Call& call, const std::array<value, N>& primals, const std::a
   if constexpr (std::is_same_v<decltype(r), value>) {
     return split(r);
   } else {
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      auto parts = std::make_tuple(split(std::get<K>(r))...);
-      return std::make_pair(std::make_tuple(std::get<K>(parts).first...), std::make_tuple(std::get<K>(parts).second...));
-    }(std::make_index_sequence<std::tuple_size_v<decltype(r)>>{});
+    return std::make_pair(tree_map([&](const value& v) { return split(v).first; }, r),
+                          tree_map([&](const value& v) { return split(v).second; }, r));
   }
 }
 
