@@ -186,15 +186,17 @@ TEST_CASE("a captureless function transformed inside another transform runs belo
   const tensor<double> Z = tw::vmap(with_hessian)(X);
   for (std::int64_t b = 0; b < 4; ++b) require_close(Z.data()[b], 18.0 * X.data()[b], 1e-12);
 
-  // An error inside the hidden region puts the hidden entries back.
-  auto throws = [](auto x) {
+  // An error inside the hidden region puts the hidden entries back. (throws holds a value, so the
+  // outer grad takes the tape and its interpreter is live: a grad of numbers that holds none runs
+  // forward mode, with no interpreter.)
+  auto throws = [k](auto x) {
     auto bad = [](auto y) {
       const tensor<double> a({2}, {1.0, 2.0});
       return tw::sum(a * y);  // y has 3 elements: a shape error at run time
     };
     REQUIRE_THROWS_AS(tw::grad(bad)(tensor<double>({3}, {1.0, 2.0, 3.0})), tw::error);
     REQUIRE(tw::interpreter_stack_depth() == 1);
-    return x * x;
+    return x * x * (k / 2.0);
   };
   require_close(tw::grad(throws)(1.5), 3.0, 1e-12);
   REQUIRE(tw::interpreter_stack_depth() == 0);
