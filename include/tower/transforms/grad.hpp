@@ -125,7 +125,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
-    } else if constexpr ((std::is_arithmetic_v<A> && ...) && !detail::may_capture_values<F>() && forward_ok<A...>()) {
+    } else if constexpr (((std::is_arithmetic_v<A> && !std::is_volatile_v<A>) && ...) && !detail::may_capture_values<F>() && forward_ok<A...>()) {
       // A function of numbers that holds no values: forward mode without a tape, as hand-written
       // code. (One that holds values may hold an enclosing tape-free grad's number, whose type is
       // the one this grad would seed: forward mode would confuse the two, so it takes the tape.)
