@@ -103,7 +103,9 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    if constexpr (((I < 0) || ...)) {
+    if constexpr ((is_dual_unsupported_v<A> || ...)) {
+      return dual_unsupported{};  // inside a probe of a tape-free form, which declines
+    } else if constexpr (((I < 0) || ...)) {
       // Negative argnums count from the end, as in torch.func.
       return grad_transform<F, argnums_t<detail::normalized_argnum<I, sizeof...(A)>()...>, HasAux, WithValue, Floor>{f}(a...);
     } else if constexpr ((is_scalar_dual_v<A> || ...) || (is_fixed_v<A> || ...)) {
@@ -119,13 +121,15 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
                       "tw::fixed values (at most 32 differentiated numbers in all) that returns a number");
         return diagnostics::failed{};
       }
+    } else if constexpr (!decltype(diagnostics::check_grad_args<name, argnums_t<I...>, A...>())::value) {
+      return diagnostics::failed{};  // bad arguments, reported before f is traced on them
     } else if constexpr (diagnostics::traced_result_unsupported<F, traced_t<A...>>()) {
       return dual_unsupported{};  // in vmap's probe of a tape-free form, which declines
     } else if constexpr (!decltype(check<A...>())::value) {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
-    } else if constexpr (((std::is_arithmetic_v<A> && !std::is_volatile_v<A>) && ...) && !detail::may_capture_values<F>() && forward_ok<A...>()) {
+    } else if constexpr (runs_forward<A...>()) {
       // A function of numbers that holds no values: forward mode without a tape, as hand-written
       // code. (One that holds values may hold an enclosing tape-free grad's number, whose type is
       // the one this grad would seed: forward mode would confuse the two, so it takes the tape.)
@@ -134,6 +138,14 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       constexpr int L = pytree_level<A...>() + 1;
       return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
     }
+  }
+
+  /// Whether grad of these plain numbers runs forward mode: f holds no values and runs on them
+  /// (nested, so that forward_ok is asked only for plain, non-volatile numbers).
+  template <class... A>
+  static constexpr bool runs_forward() {
+    if constexpr (!((std::is_arithmetic_v<A> && !std::is_volatile_v<A>) && ...) || detail::may_capture_values<F>()) return false;
+    else return forward_ok<A...>();
   }
 
   static constexpr bool forward_path = true;  // forward_ok, forward_body (vmap's fused forms)

@@ -484,7 +484,9 @@ struct jacobian_entry {
   template <class... A>
   auto operator()(const A&... a) const {
     const auto& self = static_cast<const Derived&>(*this);
-    if constexpr ((is_fixed_v<A> || ...) || (is_scalar_dual_v<A> || ...)) {
+    if constexpr ((is_dual_unsupported_v<A> || ...)) {
+      return dual_unsupported{};  // inside a probe of a tape-free form, which declines
+    } else if constexpr ((is_fixed_v<A> || ...) || (is_scalar_dual_v<A> || ...)) {
       // tw::fixed arguments, or nested in a tape-free transform: forward mode (forward_jacobian).
       if constexpr (Derived::template forward_ok<A...>()) {
         return self.forward(a...);

@@ -155,7 +155,9 @@ struct vmap_transform {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    if constexpr (detail::is_single_int_in_dims_v<InDims> && sizeof...(A) > 1) {
+    if constexpr ((is_dual_unsupported_v<A> || ...)) {
+      return dual_unsupported{};  // inside a probe of a tape-free form, which declines
+    } else if constexpr (detail::is_single_int_in_dims_v<InDims> && sizeof...(A) > 1) {
       return every_argument<A...>()(a...);  // in_dims(d) on several arguments: d for each
     } else if constexpr (detail::fused_fixed::involved<InDims, A...>()) {
       return run_fixed(a...);  // tw::fixed_rows in in_dims, or tw::fixed arguments (fused_fixed.hpp)
