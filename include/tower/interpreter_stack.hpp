@@ -5,6 +5,7 @@
 // path dispatches by peeking it; the static path uses it only to check, once per transform call,
 // that the level its types predict is above every live level (DESIGN.md invariant 3), and to
 // tell live wrappers from escaped ("dead") ones by their serial.
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,9 +33,15 @@ struct interpreter_entry {
 namespace detail {
 // The stack holds pointers: each entry lives in its interpreter_scope (one per transform call),
 // so lowering pops and pushes a pointer, and an interpreter's entry never moves while it lives.
+// Each thread draws serials from its own range (2^40 of them), so that a wrapper never matches a
+// transform call of another thread (tw::parallel hands values between threads).
+inline std::uint64_t first_serial_of_thread() {
+  static std::atomic<std::uint64_t> threads{0};
+  return (threads.fetch_add(1, std::memory_order_relaxed) << 40) + 1;
+}
 struct interpreter_stack_state {
   std::vector<interpreter_entry*> entries;
-  std::uint64_t next_serial = 1;
+  std::uint64_t next_serial = first_serial_of_thread();
 };
 inline interpreter_stack_state& interpreter_stack() {
   thread_local interpreter_stack_state s;
