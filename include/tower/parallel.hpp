@@ -33,6 +33,9 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+#if defined(TOWER_PARALLEL_STD_THREADS)
+#include <thread>
+#endif
 
 #include "tower/tower.hpp"
 
@@ -199,6 +202,24 @@ class grain_scope {
   grad_mode_state saved_;
 };
 
+#if defined(TOWER_PARALLEL_STD_THREADS)
+/// For ThreadSanitizer runs (-DTOWER_PARALLEL_STD_THREADS): grains 1.. on the caller and
+/// threads - 1 std::threads. The packaged libtbb is not instrumented, so ThreadSanitizer cannot
+/// see oneTBB's synchronisation and reports its own task objects; std::thread's it sees, so
+/// what it reports then is tower's.
+template <class Body>
+void std_threads_for(int threads, std::int64_t grains, const Body& body) {
+  std::atomic<std::int64_t> next{1};
+  auto work = [&] {
+    for (std::int64_t g; (g = next.fetch_add(1)) < grains;) body(g);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+#endif
+
 template <class R, class V, class... A>
 R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grain, const A&... a) {
   const std::int64_t grains = (bs + grain - 1) / grain;
@@ -232,6 +253,9 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
       }
     }
   };
+#if defined(TOWER_PARALLEL_STD_THREADS)
+  std_threads_for(p.threads > 0 ? p.threads : 4, grains, body);
+#else
   // isolate: while this call waits, its thread runs only this call's grains.
   auto loop = [&] { tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::int64_t{1}, grains, body); }); };
   if (p.threads > 0) {
@@ -240,6 +264,7 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
   } else {
     loop();
   }
+#endif
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
 
