@@ -111,6 +111,21 @@ constexpr chunk_size_t chunk_size(std::int64_t n) {
   return {n};
 }
 
+/// vmap runs its batch in grains on oneTBB's worker threads, with the bits of the serial vmap:
+/// tw::parallel on every core, tw::parallel(n) on n threads, tw::parallel(n, grain) with grain
+/// examples per task (0: automatic). Needs #include <tower/parallel.hpp> and oneTBB (-ltbb);
+/// see docs/parallel.md.
+struct parallel_t {
+  int threads = 0;         // 0: the calling thread's arena (every core by default)
+  std::int64_t grain = 0;  // 0: automatic
+  constexpr parallel_t operator()(int n, std::int64_t grain_size = 0) const {
+    if (n < 1) throw error("vmap: tw::parallel(" + std::to_string(n) + "): the thread count must be at least 1");
+    if (grain_size < 0) throw error("vmap: tw::parallel: the grain size must be at least 0, got " + std::to_string(grain_size));
+    return {n, grain_size};
+  }
+};
+inline constexpr parallel_t parallel{};
+
 struct vmap_options {
   std::int64_t chunk_size = 0;
   randomness_kind randomness = randomness_kind::error;

@@ -27,6 +27,7 @@
 #include "tower/transforms/fused_fixed.hpp"
 #include "tower/transforms/fused_vmap.hpp"
 #include "tower/transforms/options.hpp"
+#include "tower/transforms/parallel_vmap.hpp"
 #include "tower/transforms/runtime_function.hpp"
 #include "tower/transforms/runtime_transforms.hpp"
 #include "tower/transforms/static_level.hpp"
@@ -419,7 +420,7 @@ void set_vmap_option(R& r, const O& o) {
 
 template <class T>
 concept vmap_option = std::is_integral_v<T> || std::is_same_v<T, randomness_t> || std::is_same_v<T, chunk_size_t> ||
-                      vmap_strategy<T> || requires(T t) { t.dims; };
+                      std::is_same_v<T, parallel_t> || vmap_strategy<T> || requires(T t) { t.dims; };
 
 template <class... Opt> struct find_strategy { using type = strategy::automatic_t; };
 template <class First, class... Rest> requires vmap_strategy<First> struct find_strategy<First, Rest...> { using type = First; };
@@ -428,7 +429,8 @@ template <class First, class... Rest> struct find_strategy<First, Rest...> : fin
 
 /// vmap(f, options...): options in any order — in_dims(...) (or an int for every argument),
 /// out_dims(...), chunk_size(n), randomness::error / same / different, and the physical form:
-/// strategy::automatic (default), ::fused, ::packets, ::batched (fused_vmap.hpp).
+/// strategy::automatic (default), ::fused, ::packets, ::batched (fused_vmap.hpp), and
+/// tw::parallel / tw::parallel(n) (<tower/parallel.hpp>, docs/parallel.md).
 template <class F, detail::vmap_option... Opt>
 auto vmap(F f, Opt... opt) {
   using In = typename detail::find_in_dims<Opt...>::type;
@@ -436,7 +438,16 @@ auto vmap(F f, Opt... opt) {
   using S = typename detail::find_strategy<Opt...>::type;
   vmap_transform<F, In, Out, S> r{std::move(f), {}, {}, {}};
   (detail::set_vmap_option(r, opt), ...);
-  return r;
+  if constexpr ((std::is_same_v<Opt, parallel_t> || ...)) {
+    parallel_t p;
+    ((p = [&] {
+       if constexpr (std::is_same_v<Opt, parallel_t>) return opt;
+       else return p;
+     }()), ...);
+    return parallel_vmap_transform<decltype(r)>{std::move(r), p};
+  } else {
+    return r;
+  }
 }
 
 }  // namespace tower

@@ -1,0 +1,295 @@
+// tw::vmap(f, tw::parallel): the same bits as the serial vmap for 1, 2 and 4 threads and any
+// batch size, on both paths; compositions with grad, jacrev and nested vmaps; exceptions.
+#include <catch2/catch.hpp>
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "tests/check.hpp"
+#include "tower/parallel.hpp"
+
+namespace tw = tower;
+using namespace tower::testing;
+using tw::dyn::value;
+using tw::tensor;
+
+namespace {
+
+// Four threads even on a machine with fewer cores, so that parallel(4) runs four.
+const tbb::global_control four_threads(tbb::global_control::max_allowed_parallelism, 4);
+
+bool same_bits(const tensor<double>& a, const tensor<double>& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * sizeof(double)) == 0;
+}
+bool same_bits(const value& a, const value& b) { return same_bits(a.to_tensor(), b.to_tensor()); }
+template <class... T>
+bool same_bits(const std::tuple<T...>& a, const std::tuple<T...>& b) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) { return (same_bits(std::get<I>(a), std::get<I>(b)) && ...); }(
+      std::index_sequence_for<T...>{});
+}
+
+/// Runs serial() and parallel(): both throw the same message, or both return the same bits.
+template <class S, class P>
+void require_same_outcome(S&& serial, P&& parallel) {
+  std::string serial_error;
+  try {
+    const auto want = serial();
+    REQUIRE(same_bits(parallel(), want));
+    return;
+  } catch (const tw::error& e) {
+    serial_error = e.what();
+  }
+  INFO("the serial vmap threw: " << serial_error);
+  REQUIRE_THROWS_WITH(parallel(), serial_error);
+}
+
+// The per-example thread settings the tests run: 1, 2 and 4 threads with small grains, so that
+// small batches split; and the automatic grain.
+const std::vector<tw::parallel_t> settings = {tw::parallel(1, 64), tw::parallel(2, 64), tw::parallel(4, 64), tw::parallel(4, 100),
+                                              tw::parallel};
+const std::vector<std::int64_t> batch_sizes = {0, 1, 7, 64, 65, 200, 1000, 2500};
+
+auto energy = [](auto r) {
+  auto s = 1.0 / tw::sum(r * r);
+  auto s3 = s * s * s;
+  return 4.0 * (s3 * s3 - s3);
+};
+auto logistic = [](auto w, auto x, auto y) { return tw::log(1.0 + tw::exp(-(y * tw::dot(w, x)))); };
+auto hessian_f = [](auto x) { return tw::log(1.0 + tw::sum(x * x)) + tw::sum(tw::sin(x)); };
+// Two outputs, the first with the batch along dim 1.
+auto two_outputs = [](auto x, auto w) { return std::make_tuple(tw::tanh(x) * w, tw::sum(tw::exp(x) * w)); };
+
+tensor<double> rows(std::int64_t b, std::int64_t n, unsigned seed) {
+  tensor<double> t = sample({b, n}, 0.6, 1.4, seed);
+  return t;
+}
+
+const tensor<double>& inner_constant() {
+  static const tensor<double> C = sample({400, 3}, -1, 1, 15);
+  return C;
+}
+// f of an outer vmap that runs an inner vmap over a constant (parallel or not).
+template <bool Parallel>
+struct inner_over_constant {
+  auto operator()(auto x) const {
+    auto g = [](auto r) { return tw::exp(r) * r; };
+    if constexpr (Parallel) return x * tw::sum(tw::vmap(g, tw::parallel(4, 64))(inner_constant()));
+    else return x * tw::sum(tw::vmap(g)(inner_constant()));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("parallel: the static path gives the serial vmap's bits for every thread count and batch size") {
+  const tensor<double> w = sample({4}, -1, 1, 1);
+  for (const std::int64_t b : batch_sizes) {
+    INFO("B = " << b);
+    const tensor<double> R = rows(b, 3, 2), X4 = sample({b, 4}, -1, 1, 3), Y = sample({b}, -1, 1, 4), X8 = sample({b, 8}, -1, 1, 5);
+    const tensor<double> XT = sample({3, b}, -1, 1, 6);  // batch along the last dim
+    for (const auto& p : settings) {
+      INFO("threads " << p.threads << ", grain " << p.grain);
+      // Lennard-Jones forces: vmap's fixed-rows loop per grain.
+      require_same_outcome([&] { return tw::vmap(tw::grad(energy))(R); }, [&] { return tw::vmap(tw::grad(energy), p)(R); });
+      // Batching rules, an unbatched weight, transcendentals (libmvec) and a dot (Eigen).
+      require_same_outcome([&] { return tw::vmap(tw::grad(logistic), tw::in_dims(tw::none, 0, 0))(w, X4, Y); },
+                           [&] { return tw::vmap(tw::grad(logistic), tw::in_dims(tw::none, 0, 0), p)(w, X4, Y); });
+      // Per-example Hessians on R^8.
+      require_same_outcome([&] { return tw::vmap(tw::hessian(hessian_f))(X8); }, [&] { return tw::vmap(tw::hessian(hessian_f), p)(X8); });
+      // Two outputs, batch in the last dim of the input and dim 1 of the first output.
+      require_same_outcome(
+          [&] { return tw::vmap(two_outputs, tw::in_dims(-1, tw::none), tw::out_dims(1, 0))(XT, 0.5); },
+          [&] { return tw::vmap(two_outputs, tw::in_dims(-1, tw::none), tw::out_dims(1, 0), p)(XT, 0.5); });
+      // Other physical forms, forced.
+      require_same_outcome([&] { return tw::vmap(tw::grad(energy), tw::strategy::batched)(R); },
+                           [&] { return tw::vmap(tw::grad(energy), tw::strategy::batched, p)(R); });
+      require_same_outcome([&] { return tw::vmap(tw::grad(energy), tw::strategy::packets)(R); },
+                           [&] { return tw::vmap(tw::grad(energy), tw::strategy::packets, p)(R); });
+      require_same_outcome([&] { return tw::vmap(tw::grad(energy), tw::in_dims(tw::fixed_rows<3>))(R); },
+                           [&] { return tw::vmap(tw::grad(energy), tw::in_dims(tw::fixed_rows<3>), p)(R); });
+    }
+  }
+}
+
+TEST_CASE("parallel: the runtime path gives the serial vmap's bits for every thread count and batch size") {
+  std::function<value(value)> e = [](value r) { return energy(r); };
+  std::function<value(value)> h = [](value x) { return hessian_f(x); };
+  std::function<std::tuple<value, value>(value, value)> two = [](value x, value w) { return two_outputs(x, w); };
+  for (const std::int64_t b : batch_sizes) {
+    INFO("B = " << b);
+    const tensor<double> R = rows(b, 3, 2), X8 = sample({b, 8}, -1, 1, 5), XT = sample({3, b}, -1, 1, 6);
+    for (const auto& p : settings) {
+      INFO("threads " << p.threads << ", grain " << p.grain);
+      // The traced (fused) program per grain.
+      require_same_outcome([&] { return tw::vmap(tw::grad(e))(R); }, [&] { return tw::vmap(tw::grad(e), p)(R); });
+      require_same_outcome([&] { return tw::vmap(tw::grad(e))(value(R)); }, [&] { return tw::vmap(tw::grad(e), p)(value(R)); });
+      // Batching rules (hessian's ops), chunked grains, tuple outputs.
+      require_same_outcome([&] { return tw::vmap(tw::hessian(h))(X8); }, [&] { return tw::vmap(tw::hessian(h), p)(X8); });
+      require_same_outcome([&] { return tw::vmap(tw::grad(e), tw::chunk_size(50))(R); },
+                           [&] { return tw::vmap(tw::grad(e), tw::chunk_size(50), p)(R); });
+      require_same_outcome([&] { return tw::vmap(two, tw::in_dims(-1, tw::none), tw::out_dims(1, 0))(XT, value(0.5)); },
+                           [&] { return tw::vmap(two, tw::in_dims(-1, tw::none), tw::out_dims(1, 0), p)(XT, value(0.5)); });
+    }
+  }
+}
+
+TEST_CASE("parallel: the batch splits into equal grains, run on the pool's threads") {
+  const tensor<double> X = sample({2000, 5}, -1, 1, 8);
+  std::mutex m;
+  std::vector<std::int64_t> sizes;
+  std::set<std::thread::id> threads;
+  auto f = [&](auto x) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      sizes.push_back(x.batch_size);  // f sees a grain's examples at once (batching rules)
+      threads.insert(std::this_thread::get_id());
+    }
+    return tw::sin(x) * 2.0;
+  };
+  REQUIRE(same_bits(tw::vmap(f, tw::parallel(4, 64))(X), tw::sin(X) * 2.0));
+  // 2000 / 64: 32 grains of 62 or 63 examples.
+  REQUIRE(sizes.size() == 32);
+  for (const std::int64_t n : sizes) REQUIRE((n == 62 || n == 63));
+  WARN("grains ran on " << threads.size() << " threads");
+  // The automatic grain: at least 1024 examples, so 2000 examples make two grains and 1000 one.
+  sizes.clear();
+  (void)tw::vmap(f, tw::parallel(4))(X);
+  REQUIRE(sizes == std::vector<std::int64_t>{1000, 1000});
+  sizes.clear();
+  (void)tw::vmap(f, tw::parallel(4))(tw::kernels::narrow(X, 0, 0, 1000));
+  REQUIRE(sizes == std::vector<std::int64_t>{1000});
+}
+
+TEST_CASE("parallel: vmap(grad(f), parallel) equals a loop over examples") {
+  const tensor<double> R = rows(3000, 3, 9);
+  const tensor<double> G = tw::vmap(tw::grad(energy), tw::parallel(4))(R);
+  std::function<value(value)> e = [](value r) { return energy(r); };
+  const tensor<double> Gr = tw::vmap(tw::grad(e), tw::parallel(4))(R).to_tensor();
+  REQUIRE(G.shape() == tw::shape_t{3000, 3});
+  for (std::int64_t b = 0; b < 3000; b += 37) {
+    const tensor<double> r = tw::reshape(tw::kernels::narrow(R, 0, b, 1), {3});
+    const tensor<double> g = tw::grad(energy)(r);
+    for (std::int64_t k = 0; k < 3; ++k) {
+      require_close(G(b, k), g(k), 1e-12);
+      require_close(Gr(b, k), g(k), 1e-12);
+    }
+  }
+}
+
+TEST_CASE("parallel: inside grad and jacrev it runs serially and gives the serial bits") {
+  const tensor<double> X = sample({300, 4}, -1, 1, 11);
+  auto f = [](auto x) { return tw::sin(x) * tw::sum(x * x); };
+  const auto p = tw::parallel(4, 64);
+  // grad(x -> sum(vmap(f, parallel)(x))): vmap sees grad's values.
+  auto loss = [&](auto x) { return tw::sum(tw::vmap(f, p)(x)); };
+  auto loss_serial = [&](auto x) { return tw::sum(tw::vmap(f)(x)); };
+  REQUIRE(same_bits(tw::grad(loss)(X), tw::grad(loss_serial)(X)));
+  // jacrev(vmap(f, parallel)) on a small batch (the Jacobian is [B, 4, B, 4]).
+  const tensor<double> Xs = sample({70, 4}, -1, 1, 12);
+  REQUIRE(same_bits(tw::jacrev(tw::vmap(f, p))(Xs), tw::jacrev(tw::vmap(f))(Xs)));
+  // The runtime path: a runtime grad of a function calling a parallel runtime vmap.
+  std::function<value(value)> fr = [&](value x) { return f(x); };
+  std::function<value(value)> lr = [&](value x) { return tw::sum(tw::vmap(fr, p)(x)); };
+  std::function<value(value)> lr_serial = [&](value x) { return tw::sum(tw::vmap(fr)(x)); };
+  REQUIRE(same_bits(tw::grad(lr)(X), tw::grad(lr_serial)(X)));
+  // A capturing f inside grad, with plain arguments: f reaches grad's x, so it stays on this
+  // thread. d/dx sum_b (Y_b * x) = sum(Y).
+  const tensor<double> Y = sample({500}, -1, 1, 13);
+  std::function<value(value)> outer = [&](value x) {
+    std::function<value(value)> times_x = [x](value y) { return y * x; };
+    return tw::sum(tw::vmap(times_x, p)(Y));
+  };
+  double sum_y = 0;
+  for (std::int64_t b = 0; b < 500; ++b) sum_y += Y(b);
+  require_close(tw::grad(outer)(value(0.7)).item(), sum_y, 1e-12);
+}
+
+TEST_CASE("parallel: nested parallel vmaps give the serial bits") {
+  const tensor<double> X = sample({300, 5, 3}, -1, 1, 14);
+  auto g = [](auto r) { return tw::sin(r) * tw::sum(r * r); };
+  const auto p = tw::parallel(4, 64);
+  // The inner vmap sees the outer's batched values: it runs serially inside each outer grain.
+  auto nested = tw::vmap([p, g](auto x) { return tw::vmap(g, p)(x); }, p)(X);
+  REQUIRE(same_bits(nested, tw::vmap([g](auto x) { return tw::vmap(g)(x); })(X)));
+  // An inner vmap over plain values (f holds none): both levels run parallel on one pool.
+  const tensor<double> Z = sample({500, 2}, -1, 1, 16);
+  REQUIRE(same_bits(tw::vmap(inner_over_constant<true>{}, p)(Z), tw::vmap(inner_over_constant<false>{})(Z)));
+}
+
+TEST_CASE("parallel: under no_grad, grad still differentiates on every thread") {
+  const tensor<double> R = rows(2000, 3, 17);
+  const tensor<double> want = tw::vmap(tw::grad(energy))(R);
+  tw::no_grad off;
+  REQUIRE(same_bits(tw::vmap(tw::grad(energy), tw::parallel(4, 64))(R), want));
+  REQUIRE_FALSE(tw::is_grad_enabled());
+}
+
+namespace {
+struct bad_example : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+constexpr double poison = 0.5;  // the example f refuses
+}  // namespace
+
+TEST_CASE("parallel: an exception in one grain reaches the caller, and every thread's state is intact") {
+  tensor<double> X = sample({1000}, 1, 2, 18);
+  X.data()[777] = poison;
+  // strategy::fused calls f on one example at a time, here a rank-0 tensor.
+  auto throws_user = [](auto x) {
+    if constexpr (tw::is_tensor_v<decltype(x)>)
+      if (x.data()[0] == poison) throw bad_example("example refused");
+    return x * x;
+  };
+  auto throws_tower = [](auto x) {
+    if constexpr (tw::is_tensor_v<decltype(x)>)
+      if (x.data()[0] == poison) throw tw::error("f: example refused");
+    return x * x;
+  };
+  for (int round = 0; round < 3; ++round) {
+    {
+      tw::no_grad off;  // the grains run with this grad mode, and the workers get theirs back
+      REQUIRE_THROWS_AS(tw::vmap(throws_user, tw::strategy::fused, tw::parallel(4, 64))(X), bad_example);
+      REQUIRE_THROWS_WITH(tw::vmap(throws_tower, tw::strategy::fused, tw::parallel(4, 64))(X), "tower: f: example refused");
+      REQUIRE_THROWS_WITH(tw::vmap(throws_tower, tw::strategy::fused, tw::parallel)(X), "tower: f: example refused");
+    }
+    // The serial vmap throws too (the test's premise).
+    REQUIRE_THROWS_AS(tw::vmap(throws_user, tw::strategy::fused)(X), bad_example);
+    // Mismatched batch sizes: the serial vmap's error.
+    const tensor<double> A = sample({300, 2}, -1, 1, 19), B = sample({301, 2}, -1, 1, 20);
+    require_same_outcome([&] { return tw::vmap([](auto a, auto b) { return a * b; })(A, B); },
+                         [&] { return tw::vmap([](auto a, auto b) { return a * b; }, tw::parallel(4, 64))(A, B); });
+  }
+  REQUIRE(tw::interpreter_stack_depth() == 0);
+  REQUIRE(tw::is_grad_enabled());
+#if !defined(TOWER_PARALLEL_STD_THREADS)  // (ThreadSanitizer runs: fresh threads per call)
+  // Every pool thread: an empty stack and grad mode on.
+  std::atomic<int> bad{0};
+  tbb::parallel_for(0, 256, [&](int) {
+    if (tw::interpreter_stack_depth() != 0 || !tw::is_grad_enabled()) ++bad;
+  });
+  REQUIRE(bad.load() == 0);
+#endif
+  // And transforms on several threads give the serial bits, on both paths.
+  const tensor<double> R = rows(3000, 3, 21);
+  REQUIRE(same_bits(tw::vmap(tw::grad(energy), tw::parallel(4, 64))(R), tw::vmap(tw::grad(energy))(R)));
+  std::function<value(value)> e = [](value r) { return energy(r); };
+  REQUIRE(same_bits(tw::vmap(tw::grad(e), tw::parallel(4, 64))(R), tw::vmap(tw::grad(e))(R)));
+  tensor<double> ok = X;
+  ok.data()[777] = 1.5;
+  REQUIRE(same_bits(tw::vmap(throws_user, tw::strategy::fused, tw::parallel(4, 64))(ok), tw::vmap(throws_user, tw::strategy::fused)(ok)));
+}
+
+TEST_CASE("parallel: bad options are reported") {
+  REQUIRE_THROWS_WITH(tw::parallel(0), "tower: vmap: tw::parallel(0): the thread count must be at least 1");
+  REQUIRE_THROWS_WITH(tw::parallel(2, -1), "tower: vmap: tw::parallel: the grain size must be at least 0, got -1");
+}
