@@ -430,7 +430,7 @@ constexpr auto check_cotangent() {
     return std::true_type{};
   } else {
     TOWER_DIAGNOSE("vjp: the cotangent must have the structure of f's output",
-                   make_text("vjp: the cotangent has type ", type_text<C>(), " but f's output has type ", type_text<Y>(),
+                   make_text("vjp: the cotangent has type ", type_text<C>(), " but the output of f has type ", type_text<Y>(),
                              "; give one cotangent per output, in the same structure"),
                    C, Y);
     return std::false_type{};

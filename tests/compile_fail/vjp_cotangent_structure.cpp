@@ -1,5 +1,5 @@
 // Diagnostic 13: a cotangent whose structure is not f's output's.
-// expect: vjp: the cotangent has type std::vector<tower::tensor<double> > but f's output has type std::tuple<tower::tensor<double>, tower::tensor<double> >
+// expect: vjp: the cotangent has type std::vector<tower::tensor<double> > but the output of f has type std::tuple<tower::tensor<double>, tower::tensor<double> >
 // expect-clang: "vjp: the cotangent must have the structure of f's output"
 #include <tuple>
 #include <vector>

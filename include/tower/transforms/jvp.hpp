@@ -100,9 +100,15 @@ namespace detail {
 /// primals as given (else its call reports).
 template <bool HasAux, class F, class... P>
 constexpr auto check_jvp_output() {
-  if constexpr (sizeof...(P) == 0) return std::true_type{};  // jvp_at's check (f is not even called)
-  else if constexpr (!std::is_invocable_v<const F&, const P&...>) return std::true_type{};
-  else return diagnostics::check_differentiable_output<"jvp", HasAux, std::invoke_result_t<const F&, const P&...>>();
+  // f is asked about the values it is called with (jvp's duals), never about plain ones: a
+  // function written for transformed values (type-erased code, say) may not compile on those.
+  if constexpr (sizeof...(P) == 0 || !(is_leaf_v<P> && ...)) {
+    return std::true_type{};  // jvp_at's check (f is not even called), or pytree primals: f's call reports
+  } else {
+    constexpr int L = pytree_level<P...>() + 1;
+    if constexpr (!std::is_invocable_v<const F&, const dual<P, P, L>&...>) return std::true_type{};
+    else return diagnostics::check_differentiable_output<"jvp", HasAux, std::invoke_result_t<const F&, const dual<P, P, L>&...>>();
+  }
 }
 }  // namespace detail
 
