@@ -70,6 +70,7 @@ struct broadcast_to_op {
   template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
 };
 
+/// broadcast_to(x, shape): x broadcast to `shape` (NumPy's rules).
 template <operand X>
 TOWER_ALWAYS_INLINE auto broadcast_to(const X& x, shape_t s) {
   checked_numel("broadcast_to", s);  // before a batching rule adds the batch to it
