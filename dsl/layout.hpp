@@ -93,6 +93,7 @@ template <operand X> auto squeeze(const X& x) {
   for (auto n : shape(x)) if (n != 1) s.push_back(n);
   return reshape(x, s);
 }
+/// squeeze(x, dim): removes dim, which must have size 1.
 template <operand X> auto squeeze(const X& x, std::int64_t dim) {
   shape_t s = shape(x);
   const std::int64_t d = detail::norm_dim("squeeze", dim, static_cast<std::int64_t>(s.size()));
@@ -182,6 +183,7 @@ auto narrow_op::vjp(const G& g, const O&, const X& x) const {
   return std::make_tuple(call_op(pad_op{d, start < 0 ? start + n : start, n}, g));
 }
 
+/// narrow(x, dim, start, length): elements start .. start + length - 1 along dim (torch.narrow).
 template <operand X> auto narrow(const X& x, std::int64_t dim, std::int64_t start, std::int64_t length) {
   return call_op(narrow_op{dim, start, length}, x);
 }
@@ -253,6 +255,7 @@ template <operand X> auto cat(const std::vector<X>& xs, std::int64_t dim = 0) {
     return detail::cat_range(xs.data(), xs.size(), dim);
   }
 }
+/// cat({a, b, ...}, dim): concatenation along an existing dim.
 template <operand X> auto cat(std::initializer_list<X> xs, std::int64_t dim = 0) { return cat(std::vector<X>(xs), dim); }
 
 /// The values (of one shape) stacked along a new dim.
@@ -269,6 +272,7 @@ template <operand X> auto stack(const std::vector<X>& xs, std::int64_t dim = 0) 
   }
   return cat(u, dim);
 }
+/// stack({a, b, ...}, dim): values of one shape along a new dim.
 template <operand X> auto stack(std::initializer_list<X> xs, std::int64_t dim = 0) { return stack(std::vector<X>(xs), dim); }
 
 namespace detail {
@@ -280,6 +284,7 @@ auto cat_fold(std::int64_t dim, const A& a, const B& b, const R&... r) { return 
 
 /// Values of different types joined along dim, left to right: a plain value with one a transform
 /// wraps (torch.cat([c, x]) inside vmap is tw::cat(std::tuple{c, x})), which no std::vector holds.
+/// cat(std::tuple{a, b, ...}, dim): values of different types (plain and transform values).
 template <operand... X>
   requires(sizeof...(X) >= 1)
 auto cat(const std::tuple<X...>& xs, std::int64_t dim = 0) {
@@ -287,6 +292,7 @@ auto cat(const std::tuple<X...>& xs, std::int64_t dim = 0) {
 }
 
 /// Values of different types (of one shape) stacked along a new dim: tw::stack(std::tuple{c, x}).
+/// stack(std::tuple{a, b, ...}, dim): values of different types.
 template <operand... X>
   requires(sizeof...(X) >= 1)
 auto stack(const std::tuple<X...>& xs, std::int64_t dim = 0) {
@@ -368,7 +374,9 @@ auto gather_op::vjp(const G& g, const O&, const X& x, const I& index) const {
   return std::make_tuple(call_op(scatter_add_op{dim}, zeros_like(x), index, g), zeros_like(index));
 }
 
+/// gather(x, dim, index): out[i][j] = x[index[i][j]][j] for dim 0, and so on (torch.gather).
 template <operand X, operand I> TOWER_ALWAYS_INLINE auto gather(const X& x, std::int64_t dim, const I& index) { return call_op(gather_op{dim}, x, index); }
+/// scatter_add(self, dim, index, src): self with src added at index along dim (torch.scatter_add).
 template <operand S, operand I, operand X> auto scatter_add(const S& self, std::int64_t dim, const I& index, const X& src) {
   return call_op(scatter_add_op{dim}, self, index, src);
 }

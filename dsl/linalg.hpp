@@ -289,6 +289,8 @@ struct cholesky_op {
   }
 };
 
+/// cholesky(A): the lower-triangular L with A = L Lᵀ for a symmetric positive-definite A [.., n, n];
+/// raises tower::error when A is not positive definite.
 inline constexpr op_fn<cholesky_op> cholesky{};
 
 }  // namespace tower

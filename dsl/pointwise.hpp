@@ -55,6 +55,12 @@ struct binary_pointwise {
 #define TOWER_DECLARE_OP(NAME) \
   struct NAME##_op;            \
   inline constexpr op_fn<NAME##_op> NAME{};
+/// @name Elementwise ops
+/// Function objects (op_fn) on numbers, tensors, tw::fixed values, transform values and
+/// dyn::values, differentiable under every transform: unary `tw::sin(x)`; binary `tw::pow(x, y)`,
+/// broadcasting, scalars either side; comparisons `tw::lt(x, y)` (0/1, not differentiated);
+/// `tw::where(c, a, b)`.
+/// @{
 TOWER_DECLARE_OP(neg)
 TOWER_DECLARE_OP(abs)
 TOWER_DECLARE_OP(sign)
@@ -94,6 +100,7 @@ TOWER_DECLARE_OP(le)
 TOWER_DECLARE_OP(gt)
 TOWER_DECLARE_OP(ge)
 TOWER_DECLARE_OP(where)
+/// @}
 #undef TOWER_DECLARE_OP
 
 // BASE computes the op on a plain value x (a number or a tensor); further arguments are members.

@@ -31,6 +31,7 @@ inline std::mt19937_64& generator() {
 /// Seeds this thread's generator.
 inline void manual_seed(std::uint64_t seed) { detail::generator().seed(seed); }
 
+/// The op of tw::randn_like: vmap's randomness option decides what each example draws.
 struct randn_like_op {
   static constexpr const char* name = "randn_like";
   static constexpr bool differentiable = false;

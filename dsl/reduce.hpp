@@ -277,9 +277,15 @@ struct fixed_rule<extremum_op<Max>> {
   template <operand X> auto NAME(const X& x, shape_t dims, bool keepdim = false) {        \
     return call_op(NAME##_op{{}, {std::move(dims), keepdim, false}}, x);                                        \
   }
+/// @name Reductions: prod, amax, amin
+/// `tw::prod(x)` over all elements, `tw::prod(x, dim, keepdim)` over one dim,
+/// `tw::prod(x, {d0, d1}, keepdim)` over several; the same for amax and amin (the maximum and
+/// minimum; ties share the gradient).
+/// @{
 TOWER_REDUCTION_FN(prod)
 TOWER_REDUCTION_FN(amax)
 TOWER_REDUCTION_FN(amin)
+/// @}
 #undef TOWER_REDUCTION_FN
 
 namespace detail {
@@ -309,7 +315,11 @@ template <class X> TOWER_ALWAYS_INLINE auto amax_r(const X& x, const reduction_d
 template <class X> auto mean_impl(const X& x, const reduction_dims& r) {
   return detail::sum_r(x, r) * (1.0 / detail::reduced_count("mean", r, x));
 }
+/// @name mean
+/// `tw::mean(x)`, `tw::mean(x, dim, keepdim)`, `tw::mean(x, {dims...}, keepdim)`.
+/// @{
 TOWER_COMPOSITE_REDUCTION(mean)
+/// @}
 
 /// log(sum(exp(x))) over dims, computed stably around the maximum m: m + log(sum(exp(x - m))).
 /// x - m is taken as 0 where x is m, so that an infinite m gives torch's values (inf for a +inf
@@ -331,7 +341,11 @@ template <class X> auto logsumexp_impl(const X& x, const reduction_dims& r) {
     return call_op(reshape_op{out}, s);
   }
 }
+/// @name logsumexp
+/// `tw::logsumexp(x)`, `tw::logsumexp(x, dim, keepdim)`, `tw::logsumexp(x, {dims...}, keepdim)`.
+/// @{
 TOWER_COMPOSITE_REDUCTION(logsumexp)
+/// @}
 
 /// Variance over dims with Bessel's `correction` (1: unbiased, torch's default; 0: population).
 template <operand X> auto var(const X& x, shape_t dims, bool keepdim = false, double correction = 1.0) {
@@ -341,9 +355,11 @@ template <operand X> auto var(const X& x, shape_t dims, bool keepdim = false, do
   auto d = x - mean_impl(x, kept);
   return detail::sum_r(d * d, r) * (1.0 / (n - correction));
 }
+/// Variance over one dim.
 template <operand X> auto var(const X& x, std::int64_t dim, bool keepdim = false, double correction = 1.0) {
   return var(x, shape_t{dim}, keepdim, correction);
 }
+/// Unbiased variance of all elements.
 template <operand X> auto var(const X& x) {
   shape_t all(static_cast<std::size_t>(rank(x)));
   std::iota(all.begin(), all.end(), 0);
@@ -378,6 +394,7 @@ template <operand X> auto norm(const X& x, double p, shape_t dims, bool keepdim 
   if (std::isinf(p) && p > 0) return detail::as_branch<R>(inf());
   throw error("norm: p = " + std::to_string(p) + " is not supported (use 1, 2 or infinity)");
 }
+/// The p-norm of all elements (p = 1, 2 or infinity).
 template <operand X> auto norm(const X& x, double p) { return norm(x, p, shape_t{}); }
 /// The 2-norm of all elements: the p = 2 branch alone (no branch on p at run time).
 template <operand X> auto norm(const X& x) { return call_op(norm_sqrt_op{}, detail::sum_r(x * x, reduction_dims{{}, false, true})); }

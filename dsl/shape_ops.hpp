@@ -70,6 +70,7 @@ struct broadcast_to_op {
   template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
 };
 
+/// broadcast_to(x, shape): x broadcast to `shape` (NumPy's rules).
 template <operand X>
 TOWER_ALWAYS_INLINE auto broadcast_to(const X& x, shape_t s) {
   checked_numel("broadcast_to", s);  // before a batching rule adds the batch to it
@@ -115,6 +116,7 @@ struct item_op {
   template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
 };
 
+/// item(x): a one-element value as a rank-0 value (a number under every transform).
 inline constexpr op_fn<item_op> item{};
 
 /// A scalar as a rank-0 tensor, at every level.
@@ -159,6 +161,7 @@ struct ones_like_op {
   template <class X> auto base(const X& x) const { return kernels::filled(x, 1.0); }
   template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
 };
+/// The op of tw::zeros_like.
 struct zeros_like_op {
   static constexpr const char* name = "zeros_like";
   static constexpr bool elementwise = true;
@@ -179,9 +182,12 @@ struct full_like_op {
   template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
 };
 
+/// full_like(x, fill): x's shape filled with `fill` (not differentiated).
 template <operand X> TOWER_ALWAYS_INLINE auto full_like(const X& x, double fill) { return call_op(full_like_op{fill}, x); }
 
+/// ones_like(x): ones of x's shape (not differentiated).
 inline constexpr op_fn<ones_like_op> ones_like{};
+/// zeros_like(x): zeros of x's shape (not differentiated).
 inline constexpr op_fn<zeros_like_op> zeros_like{};
 
 namespace detail {

@@ -31,6 +31,9 @@ namespace tower::dyn {
 
 struct grad_node;
 
+/// The runtime path's value: a tensor<double> (a number is rank 0) or one transform's wrapper
+/// around another value. `value(2.0)`, `value(tensor)`; read with item(), to_tensor(), shape()
+/// (docs/runtime_path.md).
 class value {
  public:
   struct rep;

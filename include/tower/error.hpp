@@ -13,6 +13,8 @@
 
 namespace tower {
 
+/// The exception of every run-time misuse; what() starts with "tower: " and names the op or
+/// transform and the shapes (docs/errors.md).
 class error : public std::runtime_error {
  public:
   explicit error(const std::string& what) : std::runtime_error("tower: " + what) {}

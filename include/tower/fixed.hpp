@@ -29,6 +29,9 @@
 
 namespace tower {
 
+/// A 1-D tensor of N elements whose size the compiler knows, stored inline; fixed<fixed<T, M>, N>
+/// is an [N, M] tensor. Elementwise ops, sum, dot and vecdot unroll on it, and grad, jacrev,
+/// jacfwd and hessian of a function of fixed values run forward mode without a tape.
 template <class T, int N>
 struct fixed {
   static_assert(N >= 1, "tw::fixed: the size must be at least 1");
@@ -51,6 +54,7 @@ template <class X> struct is_jet2 : std::false_type {};
 template <class T, int N> struct is_jet2<jet2<T, N>> : std::true_type {};
 template <class X> inline constexpr bool is_jet2_v = is_jet2<std::remove_cvref_t<X>>::value;
 
+/// Whether X is a tw::fixed<T, N>.
 template <class X> struct is_fixed : std::false_type {};
 template <class T, int N> struct is_fixed<fixed<T, N>> : std::true_type {};
 template <class X> inline constexpr bool is_fixed_v = is_fixed<std::remove_cvref_t<X>>::value;

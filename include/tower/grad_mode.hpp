@@ -22,6 +22,7 @@ inline grad_mode_state& grad_mode() {
 }
 }  // namespace detail
 
+/// Whether grad records ops on this thread (false inside tw::no_grad).
 inline bool is_grad_enabled() { return detail::grad_mode().enabled; }
 
 /// Whether a grad interpreter at `level` records the op it processes now.
@@ -30,6 +31,7 @@ inline bool grad_enabled_at(int level) {
   return s.enabled && level >= s.no_grad_below;
 }
 
+/// Whether jvp computes tangents on this thread (false inside tw::no_fwd_grad).
 inline bool is_fwd_grad_enabled() { return detail::grad_mode().fwd_enabled; }
 
 /// Whether a jvp interpreter at `level` computes tangents for the op it processes now.

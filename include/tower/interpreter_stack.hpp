@@ -58,6 +58,7 @@ inline std::uint64_t next_serial(interpreter_stack_state& s) {
 /// The live entries, bottom to top.
 inline const std::vector<interpreter_entry*>& interpreter_stack_entries() { return detail::interpreter_stack().entries; }
 
+/// The number of live transforms on this thread's runtime interpreter stack (0 outside any).
 inline std::size_t interpreter_stack_depth() { return detail::interpreter_stack().entries.size(); }
 
 /// Highest live level (0 when no transform is live).

@@ -117,6 +117,9 @@ template <class T, class D>
 tensor<T> diagonal_tensor(shape_t s, std::int64_t n, D diagonal);
 }  // namespace detail
 
+/// An N-d array of double or float, row-major, with value semantics (copies share storage until
+/// written): `tw::tensor<double> x({2, 3}, {1, 2, 3, 4, 5, 6}); x(1, 2) == 6`. Shape and data
+/// (`shape()`, `dim()`, `numel()`, `data()`), element access `x(i, j)`, `item()` for one element.
 template <class T>
 class tensor {
   static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>,
@@ -305,10 +308,13 @@ tensor<T> filled_tensor(const char* op, shape_t s, T v) {
 }
 }  // namespace detail
 
+/// zeros<T>(shape): a tensor of zeros, `tw::zeros<double>({2, 3})`.
 template <class T>
 tensor<T> zeros(shape_t s) { return detail::filled_tensor("zeros", std::move(s), T(0)); }
+/// ones<T>(shape): a tensor of ones.
 template <class T>
 tensor<T> ones(shape_t s) { return detail::filled_tensor("ones", std::move(s), T(1)); }
+/// full<T>(shape, v): a tensor filled with v.
 template <class T>
 tensor<T> full(shape_t s, T v) { return detail::filled_tensor("full", std::move(s), v); }
 
@@ -321,6 +327,7 @@ tensor<T> arange(T start, T stop, T step = T(1)) {
   const auto n = static_cast<std::int64_t>(v.size());
   return tensor<T>(shape_t{n}, std::move(v));
 }
+/// arange<T>(n): 0, 1, ..., n-1 (1-D).
 template <class T>
 tensor<T> arange(std::int64_t n) {
   if (n < 0) throw error("arange: negative count " + std::to_string(n));
@@ -352,6 +359,7 @@ tensor<T> randn(shape_t s, std::uint64_t seed = 0) {
   return tensor<T>(std::move(s), std::move(v));
 }
 
+/// Whether T is a tensor<...>; is_tensor_v strips references and cv.
 template <class T> struct is_tensor : std::false_type {};
 template <class T> struct is_tensor<tensor<T>> : std::true_type {};
 template <class T> inline constexpr bool is_tensor_v = is_tensor<std::remove_cvref_t<T>>::value;

@@ -81,12 +81,17 @@ struct fused_t {};
 struct batched_t {};
 /// Run batching rules on packets of examples small enough that every intermediate stays in cache.
 struct packets_t {};
+/// tw::strategy::automatic, a vmap option (the default).
 inline constexpr automatic_t automatic{};
+/// tw::strategy::fused: a per-example loop.
 inline constexpr fused_t fused{};
+/// tw::strategy::batched: batching rules.
 inline constexpr batched_t batched{};
+/// tw::strategy::packets: batching rules on cache-sized packets of examples.
 inline constexpr packets_t packets{};
 }  // namespace strategy
 
+/// A vmap strategy option (tw::strategy::automatic, fused, batched or packets).
 template <class S>
 concept vmap_strategy =
     std::is_same_v<S, strategy::automatic_t> || std::is_same_v<S, strategy::fused_t> || std::is_same_v<S, strategy::batched_t> ||

@@ -15,6 +15,7 @@ namespace tower {
 
 /// An argument that vmap does not batch.
 struct none_t {};
+/// tw::none: an in_dims entry for an argument every example shares (functorch's None).
 inline constexpr none_t none{};
 
 /// An in_dims entry for a [B, N] tensor: batch in dim 0, and f sees each row as a
@@ -28,8 +29,10 @@ struct fixed_rows_t {
   static_assert(N >= 1, "tw::fixed_rows: the row size must be at least 1");
   static constexpr int size = N;
 };
+/// tw::fixed_rows<N>: the in_dims entry of fixed_rows_t<N>.
 template <int N>
 inline constexpr fixed_rows_t<N> fixed_rows{};
+/// Whether D is a tw::fixed_rows<N> entry.
 template <class D> struct is_fixed_rows : std::false_type {};
 template <int N> struct is_fixed_rows<fixed_rows_t<N>> : std::true_type {};
 template <class D> inline constexpr bool is_fixed_rows_v = is_fixed_rows<std::remove_cvref_t<D>>::value;
@@ -60,6 +63,8 @@ template <class... D>
 struct in_dims_t {
   std::tuple<D...> dims;
 };
+/// in_dims(d...): one entry per argument of f, `tw::in_dims(tw::none, 0, -1)`; a single int is
+/// every argument.
 template <class... D>
   requires(detail::is_in_dim_entry_v<D> && ...)
 constexpr auto in_dims(D... d) {
@@ -78,6 +83,7 @@ template <class... D>
 struct out_dims_t {
   std::tuple<D...> dims;
 };
+/// out_dims(d...): one dim per output of f, where the batch goes (`tw::out_dims(0, -1)`).
 template <class... D>
   requires(std::is_integral_v<D> && ...)
 constexpr auto out_dims(D... d) {
@@ -96,8 +102,11 @@ struct randomness_t {
   randomness_kind kind;
 };
 namespace randomness {
+/// A random op inside vmap raises tower::error (the default).
 inline constexpr randomness_t error{randomness_kind::error};
+/// Every example gets the same random values.
 inline constexpr randomness_t same{randomness_kind::same};
+/// Every example gets its own random values.
 inline constexpr randomness_t different{randomness_kind::different};
 }  // namespace randomness
 
@@ -106,6 +115,7 @@ inline constexpr randomness_t different{randomness_kind::different};
 struct chunk_size_t {
   std::int64_t size;
 };
+/// chunk_size(n): a vmap option, at most n examples at a time (`tw::vmap(f, tw::chunk_size(64))`).
 constexpr chunk_size_t chunk_size(std::int64_t n) {
   if (n < 0) throw error("vmap: chunk_size(" + std::to_string(n) + "): the size must be positive, or 0 for the whole batch at once");
   return {n};
@@ -124,8 +134,10 @@ struct parallel_t {
     return {n, grain_size};
   }
 };
+/// tw::parallel: the vmap option for every core; tw::parallel(n, grain) for n threads.
 inline constexpr parallel_t parallel{};
 
+/// vmap's run-time options, gathered from chunk_size and randomness.
 struct vmap_options {
   std::int64_t chunk_size = 0;
   randomness_kind randomness = randomness_kind::error;
@@ -136,11 +148,13 @@ template <int... I>
 struct argnums_t {
   static constexpr std::size_t count = sizeof...(I);
 };
+/// tw::argnums<I...>: the arguments grad, jacrev, jacfwd and hessian differentiate.
 template <int... I>
 inline constexpr argnums_t<I...> argnums{};
 
 /// f returns (value, aux); aux comes back untouched beside the gradient.
 struct has_aux_t {};
+/// tw::has_aux: the option for a function that returns (value, aux).
 inline constexpr has_aux_t has_aux{};
 
 }  // namespace tower

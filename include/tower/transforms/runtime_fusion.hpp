@@ -78,6 +78,8 @@ struct fusion_report {
   /// The instructions, one per line (fusion::program::listing); built only when asked for.
   std::string listing() const { return program ? program->listing() : std::string(); }
 };
+/// What this thread's last runtime vmap did: `.fused`, and `.refusal` naming the op that kept
+/// it on batching rules.
 inline fusion_report& last_fusion() {
   thread_local fusion_report r;
   return r;

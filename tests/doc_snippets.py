@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Doc test: compiles every ```cpp block of a Markdown file and runs it.
+
+    tests/doc_snippets.py README.md docs/*.md          # from the repository root
+    bazel test //docs:all                               # one test per file (docs/BUILD)
+
+The conventions (docs/README.md of the user guide repeats them):
+  * A block with `int main()` is a program. Its #include lines go to the top of the generated
+    file; the rest goes into a namespace of its own, its main (the block's last function) is
+    called, and a non-zero return fails the test.
+  * Any other block is a fragment: the body of a function that is called (an exception fails the
+    test). Declarations a function body cannot hold (templates, structs with member templates)
+    belong in a program.
+  * Every block sees `#include <tower/tower.hpp>`, <cstdio>, <functional>, <iostream> and
+    `namespace tw = tower;`.
+  * All blocks of a file share one translation unit (one compile per file), except a block with a
+    `#define` line, which gets its own.
+  * Marker comments, anywhere in a block:
+      // doc: no-compile                  not compiled (pseudo-code, shell-like text);
+      // doc: compile-only                compiled, not run;
+      // doc: compile-fail: MESSAGE       must fail to compile with g++, and the first error line
+                                          must contain MESSAGE.
+A block that includes <tower/parallel.hpp> links oneTBB.
+
+Flags: g++ -std=c++20 -O0 -Wall -Wextra -Werror -Wno-unused (a fragment's example variables may
+be unused), tower's include paths and Eigen's; errors point at the Markdown file's lines.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+PRELUDE = """#include <tower/tower.hpp>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+namespace tw = tower;
+"""
+FENCE = re.compile(r"^(\s*)```\s*(\S*)\s*$")
+MAIN = re.compile(r"\bint\s+main\s*\(\s*\)")
+
+
+class Block:
+    def __init__(self, path, line, lines):
+        self.path, self.line, self.lines = path, line, lines  # line: the first code line (1-based)
+        text = "\n".join(lines)
+        self.no_compile = "// doc: no-compile" in text
+        self.compile_only = "// doc: compile-only" in text
+        m = re.search(r"// doc: compile-fail: (.*)$", text, re.M)
+        self.expect_error = m.group(1).strip() if m else None
+        self.program = bool(MAIN.search(text))
+        self.own_tu = any(l.lstrip().startswith("#define") for l in lines) or self.expect_error is not None
+        self.parallel = "tower/parallel.hpp" in text
+
+    @property
+    def where(self):
+        return f"{self.path}:{self.line}"
+
+
+def blocks_of(path):
+    """The ```cpp / ```c++ blocks of a Markdown file, with the line of their first code line."""
+    out, lines = [], open(path, encoding="utf-8").read().split("\n")
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, lang = len(m.group(1)), m.group(2).lower()
+        j = i + 1
+        while j < len(lines) and not (FENCE.match(lines[j]) and not FENCE.match(lines[j]).group(2)):
+            j += 1
+        if lang in ("cpp", "c++"):
+            out.append(Block(path, i + 2, [l[indent:] if l[:indent].isspace() else l for l in lines[i + 1:j]]))
+        i = j + 1
+    return out
+
+
+def render(blocks, md_name):
+    """One translation unit for `blocks`: hoisted includes, each block in its namespace, a main."""
+    includes, bodies, calls = [], [], []
+    for k, b in enumerate(blocks):
+        body = []
+        for l in b.lines:
+            if l.lstrip().startswith("#include"):
+                if l.strip() not in includes:
+                    includes.append(l.strip())
+                body.append("")  # keeps the line numbers
+            else:
+                body.append(l)
+        ns = f"doc_block_{k}"
+        text = "\n".join(body)
+        if b.program:
+            text = MAIN.sub("int main_()", text)
+            # main's implicit return 0: main is the block's last function, so its brace is the
+            # last one (the added return is unreachable after an explicit one).
+            end = text.rfind("}")
+            text = text[:end] + "return 0; " + text[end:]
+            bodies.append(f'namespace {ns} {{\n#line {b.line} "{md_name}"\n{text}\n}}')
+        else:
+            bodies.append(f'namespace {ns} {{\nvoid main_() {{\n#line {b.line} "{md_name}"\n{text}\n}}\n}}')
+        calls.append((ns, b))
+    # A block's own #defines must precede tower's headers.
+    defines = [l for b in blocks for l in b.lines if l.lstrip().startswith("#define")]
+    src = "\n".join(defines) + "\n" + "\n".join(includes) + "\n" + PRELUDE
+    src += "\n".join(bodies) + "\n\n"
+    src += "int main() {\n  int failed = 0;\n"
+    for ns, b in calls:
+        if b.compile_only:
+            continue
+        ret = "return " if b.program else ""
+        run = f"[]() -> int {{ {ret}{ns}::main_(); {'' if b.program else 'return 0; '}}}"
+        src += (f'  std::printf("== {b.where}\\n"); std::fflush(stdout);\n'
+                f"  try {{ if (int r = {run}(); r != 0) {{ std::printf(\"FAILED {b.where}: main returned %d\\n\", r); ++failed; }} }}\n"
+                f'  catch (const std::exception& e) {{ std::printf("FAILED {b.where}: exception: %s\\n", e.what()); ++failed; }}\n')
+    src += "  return failed == 0 ? 0 : 1;\n}\n"
+    return src
+
+
+def compiler_line(root, src, exe, parallel, syntax_only=False):
+    cmd = [os.environ.get("CXX", "g++"), "-std=c++20", "-O0", "-Wall", "-Wextra", "-Werror", "-Wno-unused",
+           f"-I{root}/include", f"-I{root}", "-isystem", "/usr/include/eigen3", src]
+    if syntax_only:
+        return cmd + ["-fsyntax-only"]
+    return cmd + ["-o", exe, "-lmvec", "-pthread"] + (["-ltbb"] if parallel else [])
+
+
+def check_file(root, md, tmp):
+    """Compiles and runs the blocks of one Markdown file; returns the number of failures."""
+    md_name = os.path.relpath(md, root) if md.startswith(root) else md
+    blocks = [b for b in blocks_of(md) if not b.no_compile]
+    for b in blocks:
+        b.path = md_name
+    if not blocks:
+        print(f"{md_name}: no C++ blocks")
+        return 0
+    failures = 0
+    groups = [[b for b in blocks if not b.own_tu]] + [[b] for b in blocks if b.own_tu]
+    for g, group in enumerate(x for x in groups if x):
+        stem = os.path.join(tmp, re.sub(r"\W", "_", md_name) + f"_{g}")
+        with open(stem + ".cpp", "w") as f:
+            f.write(render(group, md_name))
+        fail_block = group[0] if group[0].expect_error is not None else None
+        r = subprocess.run(compiler_line(root, stem + ".cpp", stem, any(b.parallel for b in group), fail_block is not None),
+                           capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+        where = ", ".join(b.where for b in group)
+        if fail_block is not None:
+            first = next((l for l in r.stderr.split("\n") if re.search(r"(^|: )(fatal )?error:", l)), "")
+            if r.returncode == 0:
+                print(f"FAILED {where}: compiled, but it must be rejected with: {fail_block.expect_error}")
+                failures += 1
+            elif fail_block.expect_error not in first:
+                print(f"FAILED {where}: the first error line does not contain: {fail_block.expect_error}\n  it is: {first}")
+                failures += 1
+            else:
+                print(f"PASSED {where}: rejected: {first.strip()[:300]}")
+            continue
+        if r.returncode != 0:
+            print(f"FAILED to compile {where}:\n" + "\n".join(r.stderr.split("\n")[:60]))
+            failures += 1
+            continue
+        run = subprocess.run([stem], capture_output=True, text=True)
+        print(run.stdout + run.stderr, end="")
+        if run.returncode != 0:  # one failure per block that failed (or one for a crash)
+            failures += max(1, run.stdout.count("\nFAILED ") + run.stdout.startswith("FAILED "))
+        else:
+            print(f"PASSED {where}")
+    return failures
+
+
+def main(argv):
+    # Under `bazel test` the runfiles root holds include/, dsl/ and the Markdown files.
+    root = os.path.join(os.environ["TEST_SRCDIR"], os.environ.get("TEST_WORKSPACE", "tower")) \
+        if "TEST_SRCDIR" in os.environ else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files = [a if os.path.isabs(a) or os.path.exists(a) else os.path.join(root, a) for a in argv[1:]]
+    if not files:
+        print(__doc__)
+        return 2
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for md in files:
+            failures += check_file(root, os.path.abspath(md) if not os.path.isabs(md) else md, tmp)
+    print(f"doc_snippets: {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
