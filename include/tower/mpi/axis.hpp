@@ -8,7 +8,7 @@
 // make the same sequence of header calls, and each decides from the same numbers:
 //   - a rank whose f threw (pmap catches it) joins the next header with "failed"; the others
 //     are at their next collective or at the end of pmap, so that header completes everywhere;
-//     the first failing rank's message is broadcast and every rank raises;
+//     the lowest failing rank's message is broadcast and every rank raises;
 //   - ranks at different steps (a collective under rank-dependent control flow), or values of
 //     different shapes, make every rank raise tower::error instead of reaching a data call that
 //     would never match.
@@ -100,7 +100,7 @@ inline constexpr std::size_t failed = 0, kind = 1, dtype = 2, ndim = 3, numel = 
                              scale = sum1 + 1, fields = scale + 1;
 }  // namespace hdr
 
-/// After a header with a failed rank: the first failing rank's message, broadcast to all.
+/// After a header with a failed rank: the lowest failing rank's message, broadcast to all.
 inline std::string agree_on_failure(const axis_frame& a, const header& h) {
   int mine = h.failed ? a.rank : a.size, first = 0;
   check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, a.comm), "MPI_Allreduce");
