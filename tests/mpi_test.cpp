@@ -146,21 +146,27 @@ TEST_CASE("pmap: higher derivatives and JVPs of collectives") {
   const tensor<double> T = sample({5, 3}, -1, 1, static_cast<unsigned>(100 + rank));  // this rank's tangent
 
   const double x0 = 0.5 + rank;
-  const auto [gg, j1, j2, hd] = tw::pmap(
+  const auto [gg, j1, j2, hd, jn] = tw::pmap(
       [&](double x, const tensor<double>& v, const tensor<double>& t) {
         // d2/dx2 of the sum over ranks of x_r^3: 6 x_r (grad of grad on numbers).
         const double second = tw::grad(tw::grad([](auto y) { return tw::psum(y * y * y); }))(x);
         // jvp of psum and of all_gather: the collective of the tangents.
         const auto [o1, t1] = tw::jvp([](auto y) { return tw::psum(tw::sin(y)); }, std::tuple{v}, std::tuple{t});
         const auto [o2, t2] = tw::jvp([](auto y) { return tw::all_gather(y); }, std::tuple{v}, std::tuple{t});
+        // jvp on numbers: d/ds psum((x + s)^2) = sum over ranks of 2 x_r.
+        const auto [o3, t3] = tw::jvp([](auto y) { return tw::psum(y * y); }, std::tuple{x}, std::tuple{1.0});
         (void)o1;
         (void)o2;
+        (void)o3;
         // Hessian of sum over ranks of sum(x_r^3), along one row: diag 6 x_r.
         const tensor<double> h = tw::hessian([](auto y) { return tw::psum(tw::sum(y * y * y)); })(tw::narrow(v, 0, 0, 1));
-        return std::make_tuple(second, t1, t2, h);
+        return std::make_tuple(second, t1, t2, h, t3);
       },
       MPI_COMM_WORLD)(x0, X, T);
   CHECK(std::abs(gg - 6 * x0) <= tol * 6 * x0);
+  double want_jn = 0;
+  for (int r = 0; r < n; ++r) want_jn += 2 * (0.5 + r);
+  CHECK(std::abs(jn - want_jn) <= tol * want_jn);
   // d/ds psum(sin(x + s t)) = sum over ranks of cos(x_r) t_r.
   const tensor<double> want1 = [&] {
     tensor<double> s = map(shard(0), std::cos) * sample({5, 3}, -1, 1, 100);
