@@ -1,9 +1,7 @@
 #pragma once
 // tw::pmap(f, comm): f over MPI ranks, each with its shard, and collectives that differentiate.
 //
-//   #include "tower/mpi/axis.hpp"  // first: <mpi.h> without its C++ bindings
-
-#include <tower/mpi.hpp>   // Open MPI (Bazel //:tower_mpi; mpicxx; CMake MPI::MPI_CXX)
+//   #include <tower/mpi.hpp>   // Open MPI (Bazel //:tower_mpi; mpicxx; CMake MPI::MPI_C)
 //   auto step = tw::pmap([](auto w, auto X, auto Y) {
 //     return tw::pmean(tw::grad(loss)(w, X, Y));          // the global mean gradient, every rank
 //   }, MPI_COMM_WORLD);
@@ -18,6 +16,8 @@
 // collective (mpi/axis.hpp). The rank that threw raises its own exception; every other rank
 // raises tower::error "pmap: rank r of n failed: <its message>". MPI must be initialised (MPI_Init);
 // the collectives run on the thread that called pmap.
+#include "tower/mpi/axis.hpp"  // first: <mpi.h> without its C++ bindings
+
 #include <exception>
 #include <string>
 #include <type_traits>
