@@ -1,0 +1,169 @@
+// Scaling out per-example work, as a user's program: Lennard-Jones forces (B = 2^20, [B, 3]) and
+// per-example Hessians on R^8 (B = 2^14), serial vmap against
+//   - tw::vmap(f, tw::parallel(2)) on 2 threads (run without mpirun), and
+//   - tw::pmap over the MPI ranks, each rank with B / ranks examples, plus a collective: the
+//     psum of the summed result (the net force, the summed Hessian), or an all_gather of the
+//     whole result onto every rank (run with mpirun -np 2).
+// Wall time (the work is on several cores); the variants run interleaved, the ratio printed is the
+// median of per-sample ratios serial / scaled. With mpirun it also measures MPI's latency and
+// bandwidth with a ping-pong between ranks 0 and 1. Checks the numbers first (exits 1 if not).
+//
+//   g++ -std=c++20 -O2 -march=native -DNDEBUG -Iinclude -I. -Idsl -I/usr/include/eigen3
+//       $(mpicxx --showme:compile) bench/user_tu/scale_out.cpp -lmvec -ltbb -pthread
+//       $(mpicxx --showme:link) -o scale_out               (one line)
+//   ./scale_out                                                   # threads
+//   mpirun -np 2 --mca mpi_yield_when_idle 1 ./scale_out          # ranks (and ping-pong)
+#include <tower/mpi.hpp>
+#include <tower/parallel.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "bench/user_tu/user_tu.hpp"
+namespace tw = tower;
+
+auto energy = [](auto r) {
+  auto s = 1.0 / tw::sum(r * r);
+  auto s3 = s * s * s;
+  return 4.0 * (s3 * s3 - s3);
+};
+auto hessian_f = [](auto x) { return tw::log(1.0 + tw::sum(x * x)) + tw::sum(tw::sin(x)); };
+
+namespace {
+
+int rank = 0, ranks = 1;
+
+double wall() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+/// Seconds per call of f, started and stopped together on every rank (barriers), over inner calls.
+template <class F>
+double timed(F& f, int inner) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = wall();
+  for (int i = 0; i < inner; ++i) f();
+  MPI_Barrier(MPI_COMM_WORLD);
+  return (wall() - t0) / inner;
+}
+
+/// serial and each scaled variant interleaved; prints medians and the median ratio.
+template <class S, class... V>
+void compare(const char* name, int inner, int reps, S serial, V... scaled) {
+  constexpr std::size_t n = sizeof...(V);
+  std::vector<double> ts;
+  std::vector<std::vector<double>> tv(n), ratio(n);
+  for (int k = 0; k < reps; ++k) {
+    const double s = timed(serial, inner);
+    ts.push_back(s);
+    std::size_t i = 0;
+    ((tv[i].push_back(timed(scaled, inner)), ratio[i].push_back(s / tv[i].back()), ++i), ...);
+  }
+  if (rank == 0) {
+    std::printf("%s: serial %.4g s", name, user_tu::median(ts));
+    for (std::size_t i = 0; i < n; ++i) std::printf(", variant %zu %.4g s (%.2fx)", i + 1, user_tu::median(tv[i]), user_tu::median(ratio[i]));
+    std::printf("\n");
+  }
+}
+
+tw::tensor<double> rows(std::int64_t b, std::int64_t d, double lo, double hi, unsigned seed) {
+  return tw::tensor<double>({b, d}, user_tu::uniform(static_cast<std::size_t>(b * d), lo, hi, seed));
+}
+
+void require_equal(const char* what, const tw::tensor<double>& a, const tw::tensor<double>& b, double tol) {
+  if (a.shape() != b.shape()) {
+    std::printf("%s: WRONG shape\n", what);
+    std::exit(1);
+  }
+  user_tu::check(what, a.data(), b.data(), static_cast<std::size_t>(a.numel()), tol);
+}
+
+/// Serial against 2 threads for the per-example function vf (a tw::vmap).
+template <class VF, class VP>
+void threads(const char* name, const VF& vf, const VP& vp, const tw::tensor<double>& X, int inner) {
+  tw::tensor<double> a, b;
+  auto serial = [&] { a = vf(X); };
+  auto parallel = [&] { b = vp(X); };
+  serial();
+  parallel();
+  require_equal(name, b, a, 0.0);
+  compare(name, inner, 31, serial, parallel);
+}
+
+/// Serial (rank 0, whole batch; the others wait) against pmap (each rank its shard) with a
+/// psum of the summed result, and with an all_gather of the result.
+template <class VF>
+void processes(const char* name, const VF& vf, const tw::tensor<double>& X, int inner) {
+  const std::int64_t B = X.shape()[0], n = B / ranks;
+  const tw::tensor<double> shard = tw::narrow(X, 0, rank * n, n);
+  tw::tensor<double> a, a_sum, b, b_sum, c;
+  auto serial = [&] {
+    if (rank != 0) return;
+    a = vf(X);
+    a_sum = tw::sum(a, 0);
+  };
+  auto reduce = tw::pmap([&](const tw::tensor<double>& x) {
+    auto r = vf(x);
+    return std::make_tuple(r, tw::psum(tw::sum(r, 0)));
+  }, MPI_COMM_WORLD);
+  auto gather = tw::pmap([&](const tw::tensor<double>& x) { return tw::all_gather(vf(x)); }, MPI_COMM_WORLD);
+  auto with_psum = [&] { std::tie(b, b_sum) = reduce(shard); };
+  auto with_gather = [&] { c = gather(shard); };
+  serial();
+  with_psum();
+  with_gather();
+  if (rank == 0) {
+    require_equal(name, b, tw::narrow(a, 0, 0, n), 0.0);
+    require_equal(name, b_sum, a_sum, 1e-12);  // summed in another order
+    require_equal(name, tw::reshape(c, a.shape()), a, 0.0);
+  }
+  compare(name, inner, 31, serial, with_psum, with_gather);
+}
+
+/// Half the round trip of an n-byte message between ranks 0 and 1.
+double ping_pong(std::size_t bytes, int reps) {
+  std::vector<char> buf(bytes);
+  std::vector<double> t;
+  for (int k = 0; k < 5; ++k) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < reps; ++i) {
+      if (rank == 0) {
+        MPI_Send(buf.data(), static_cast<int>(bytes), MPI_CHAR, 1, 0, MPI_COMM_WORLD);
+        MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (rank == 1) {
+        MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf.data(), static_cast<int>(bytes), MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+      }
+    }
+    t.push_back((MPI_Wtime() - t0) / reps / 2);
+  }
+  return user_tu::median(t);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+
+  const tw::tensor<double> R = rows(std::int64_t{1} << 20, 3, 0.7, 1.7, 1);
+  const tw::tensor<double> P = rows(std::int64_t{1} << 14, 8, -1, 1, 2);
+  const tw::tensor<double> R16 = rows(16, 3, 0.7, 1.7, 3);
+  const auto forces = tw::vmap(tw::grad(energy));
+  const auto hessians = tw::vmap(tw::hessian(hessian_f));
+  if (ranks == 1) {
+    threads("lennard_jones_2^20 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)), R, 5);
+    threads("hessian_r8_2^14 threads (variant 1: parallel(2))", hessians, tw::vmap(tw::hessian(hessian_f), tw::parallel(2)), P, 5);
+    threads("lennard_jones_16 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)), R16, 20000);
+  } else {
+    processes("lennard_jones_2^20 ranks (variant 1: pmap + psum, 2: pmap + all_gather)", forces, R, 5);
+    processes("hessian_r8_2^14 ranks (variant 1: pmap + psum, 2: pmap + all_gather)", hessians, P, 5);
+    const double lat = ping_pong(8, 10000), big = ping_pong(std::size_t{8} << 20, 20);
+    if (rank == 0)
+      std::printf("ping-pong: latency %.3g us (8 bytes), bandwidth %.3g GB/s (8 MiB: %.3g ms one way)\n", lat * 1e6,
+                  static_cast<double>(std::size_t{8} << 20) / big / 1e9, big * 1e3);
+  }
+  MPI_Finalize();
+}
