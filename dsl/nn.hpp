@@ -29,8 +29,12 @@ template <operand X> auto log_softmax(const X& x, std::int64_t dim = -1) {
     auto empty = [&] { return x - sum(x, dim, true); };  // x itself, as the stable branch's type
     using R = detail::branch_result_t<decltype(stable()), decltype(empty())>;
     const shape_t s = shape(x);
-    if (!s.empty() && s[static_cast<std::size_t>(kernels::check_dim("log_softmax", dim, static_cast<std::int64_t>(s.size()), s))] == 0)
-      return detail::as_branch<R>(empty());
+    if (!s.empty() && s[static_cast<std::size_t>(kernels::check_dim("log_softmax", dim, static_cast<std::int64_t>(s.size()), s))] == 0) {
+      // Under vmap(jacfwd(f)) the stable branch's tangent also varies per example (it has
+      // the vmap's level), the empty one's does not: lift it to R.
+      if constexpr (is_dual_unsupported_v<R> || std::is_same_v<R, decltype(empty())>) return detail::as_branch<R>(empty());
+      else return detail::convert_adjoint<R>(empty());
+    }
     return detail::as_branch<R>(stable());
   }
 }

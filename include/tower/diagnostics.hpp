@@ -83,15 +83,55 @@ auto raise() {
 #define TOWER_DIAGNOSE(LITERAL, MESSAGE, ...) ::tower::diagnostics::raise<MESSAGE>()
 #endif
 
+/// ACTION("name: ", ARGS...) with the name of the transform TRANSFORM (a diagnostic) as a literal.
+#define TOWER_FOR_TRANSFORM_(TRANSFORM, ACTION, ...)                                                     \
+  if constexpr (TRANSFORM.view() == "grad_and_value") { ACTION("grad_and_value: ", __VA_ARGS__); }       \
+  else if constexpr (TRANSFORM.view() == "jacrev") { ACTION("jacrev: ", __VA_ARGS__); }                  \
+  else if constexpr (TRANSFORM.view() == "jacfwd") { ACTION("jacfwd: ", __VA_ARGS__); }                  \
+  else if constexpr (TRANSFORM.view() == "vjp") { ACTION("vjp: ", __VA_ARGS__); }                        \
+  else if constexpr (TRANSFORM.view() == "jvp") { ACTION("jvp: ", __VA_ARGS__); }                        \
+  else if constexpr (TRANSFORM.view() == "vmap") { ACTION("vmap: ", __VA_ARGS__); }                      \
+  else if constexpr (TRANSFORM.view() == "hessian") { ACTION("hessian: ", __VA_ARGS__); }                \
+  else { ACTION("grad: ", __VA_ARGS__); }
+
 /// TOWER_DIAGNOSE for a check shared by several transforms: clang's fixed message starts with
 /// the transform's name too ("jacrev: " SUFFIX).
-#define TOWER_DIAGNOSE_FOR(TRANSFORM, SUFFIX, MESSAGE, ...)                                                         \
-  if constexpr (TRANSFORM.view() == "grad_and_value") TOWER_DIAGNOSE("grad_and_value: " SUFFIX, MESSAGE, __VA_ARGS__); \
-  else if constexpr (TRANSFORM.view() == "jacrev") TOWER_DIAGNOSE("jacrev: " SUFFIX, MESSAGE, __VA_ARGS__);             \
-  else if constexpr (TRANSFORM.view() == "jacfwd") TOWER_DIAGNOSE("jacfwd: " SUFFIX, MESSAGE, __VA_ARGS__);             \
-  else if constexpr (TRANSFORM.view() == "vjp") TOWER_DIAGNOSE("vjp: " SUFFIX, MESSAGE, __VA_ARGS__);                   \
-  else if constexpr (TRANSFORM.view() == "jvp") TOWER_DIAGNOSE("jvp: " SUFFIX, MESSAGE, __VA_ARGS__);                   \
-  else TOWER_DIAGNOSE("grad: " SUFFIX, MESSAGE, __VA_ARGS__)
+#define TOWER_PREFIXED_(PREFIX, SUFFIX, MESSAGE, ...) TOWER_DIAGNOSE(PREFIX SUFFIX, MESSAGE, __VA_ARGS__)
+#define TOWER_DIAGNOSE_FOR(TRANSFORM, SUFFIX, MESSAGE, ...) TOWER_FOR_TRANSFORM_(TRANSFORM, TOWER_PREFIXED_, SUFFIX, MESSAGE, __VA_ARGS__)
+
+// Numbers in clang's message. clang 14 takes only a string literal as a static_assert message,
+// so for numbers from 0 to 8 the literal that spells them is picked at compile time and clang's
+// first line names the counts and indices as g++'s does; larger numbers get the fixed text.
+//   TOWER_DIAGNOSE_N(V, PRE, POST, FIXED, MESSAGE, types...):        PRE "<V>" POST
+//   TOWER_DIAGNOSE_NN(V, W, PRE, MID, POST, FIXED, MESSAGE, types...): PRE "<V>" MID "<W>" POST
+//   TOWER_DIAGNOSE_FOR_N / _NN: the same, after the transform's name (as TOWER_DIAGNOSE_FOR).
+#if defined(__clang__)
+#define TOWER_DIGITS_(X, ...) X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__) X(4, __VA_ARGS__) \
+  X(5, __VA_ARGS__) X(6, __VA_ARGS__) X(7, __VA_ARGS__) X(8, __VA_ARGS__)
+#define TOWER_DIGITS2_(X, ...) X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__) X(4, __VA_ARGS__) \
+  X(5, __VA_ARGS__) X(6, __VA_ARGS__) X(7, __VA_ARGS__) X(8, __VA_ARGS__)
+#define TOWER_NUMBERED_(N, V, PRE, POST, ...) \
+  if constexpr ((V) == N) static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, PRE #N POST); else
+#define TOWER_NUMBERED2_(M, N, V, W, PRE, MID, POST, ...) \
+  if constexpr ((V) == N && (W) == M) static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, PRE #N MID #M POST); else
+#define TOWER_NUMBERED2_ROW_(N, ...) TOWER_DIGITS2_(TOWER_NUMBERED2_, N, __VA_ARGS__)
+#define TOWER_DIAGNOSE_N(V, PRE, POST, FIXED, MESSAGE, ...) \
+  { TOWER_DIGITS_(TOWER_NUMBERED_, V, PRE, POST, __VA_ARGS__) static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, FIXED); }
+#define TOWER_DIAGNOSE_NN(V, W, PRE, MID, POST, FIXED, MESSAGE, ...) \
+  { TOWER_DIGITS_(TOWER_NUMBERED2_ROW_, V, W, PRE, MID, POST, __VA_ARGS__) static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, FIXED); }
+#define TOWER_PREFIXED_N_(PREFIX, V, PRE, POST, FIXED, MESSAGE, ...) TOWER_DIAGNOSE_N(V, PREFIX PRE, POST, PREFIX FIXED, MESSAGE, __VA_ARGS__)
+#define TOWER_PREFIXED_NN_(PREFIX, V, W, PRE, MID, POST, FIXED, MESSAGE, ...) \
+  TOWER_DIAGNOSE_NN(V, W, PREFIX PRE, MID, POST, PREFIX FIXED, MESSAGE, __VA_ARGS__)
+#define TOWER_DIAGNOSE_FOR_N(TRANSFORM, V, PRE, POST, FIXED, MESSAGE, ...) \
+  TOWER_FOR_TRANSFORM_(TRANSFORM, TOWER_PREFIXED_N_, V, PRE, POST, FIXED, MESSAGE, __VA_ARGS__)
+#define TOWER_DIAGNOSE_FOR_NN(TRANSFORM, V, W, PRE, MID, POST, FIXED, MESSAGE, ...) \
+  TOWER_FOR_TRANSFORM_(TRANSFORM, TOWER_PREFIXED_NN_, V, W, PRE, MID, POST, FIXED, MESSAGE, __VA_ARGS__)
+#else
+#define TOWER_DIAGNOSE_N(V, PRE, POST, FIXED, MESSAGE, ...) ::tower::diagnostics::raise<MESSAGE>()
+#define TOWER_DIAGNOSE_NN(V, W, PRE, MID, POST, FIXED, MESSAGE, ...) ::tower::diagnostics::raise<MESSAGE>()
+#define TOWER_DIAGNOSE_FOR_N(TRANSFORM, V, PRE, POST, FIXED, MESSAGE, ...) ::tower::diagnostics::raise<MESSAGE>()
+#define TOWER_DIAGNOSE_FOR_NN(TRANSFORM, V, W, PRE, MID, POST, FIXED, MESSAGE, ...) ::tower::diagnostics::raise<MESSAGE>()
+#endif
 
 // ---- building messages at compile time ------------------------------------------------------
 
@@ -262,15 +302,23 @@ template <diagnostic Transform, class F, class Traced, class... A>
 constexpr auto check_callable() {
   if constexpr (is_traced_invocable_v<F, Traced>) {
     return std::true_type{};
-  } else if constexpr (!std::is_invocable_v<const F&, const A&...>) {
-    TOWER_DIAGNOSE("transform: f is not callable with the arguments given",
-                   make_text(Transform, ": f is not callable with arguments ", type_list<A...>()), F, A...);
+  } else if constexpr (std::is_invocable_v<const F&, const A&...>) {
+    TOWER_DIAGNOSE_FOR(Transform, "f accepts the plain arguments but not the traced values the transform passes; declare its parameters auto",
+                       make_text(Transform, ": f accepts ", type_list<A...>(), " but not the traced values ",
+                                 traced_list(std::type_identity<Traced>{}), " the transform passes it; declare its parameters auto"),
+                       F, Traced);
+    return std::false_type{};
+  } else if constexpr ((is_static_wrapper_v<A> || ...) &&
+                       (std::is_invocable_v<const F&, const base_type_t<A>&...> || std::is_invocable_v<const F&, scalar_type_t<A>...>)) {
+    // The arguments are an enclosing transform's values (vmap(grad(f))); f takes the plain ones.
+    TOWER_DIAGNOSE_FOR(Transform, "f takes plain values, not the traced values the transforms pass it; declare its parameters auto",
+                       make_text(Transform, ": f takes plain values, not the traced values ", traced_list(std::type_identity<Traced>{}),
+                                 " the transforms pass it (from ", type_list<A...>(), "); declare its parameters auto"),
+                       F, Traced);
     return std::false_type{};
   } else {
-    TOWER_DIAGNOSE("transform: f accepts the plain arguments but not the traced values the transform passes; declare its parameters auto",
-                   make_text(Transform, ": f accepts ", type_list<A...>(), " but not the traced values ", traced_list(std::type_identity<Traced>{}),
-                             " the transform passes it; declare its parameters auto"),
-                   F, Traced);
+    TOWER_DIAGNOSE_FOR(Transform, "f is not callable with the arguments given",
+                       make_text(Transform, ": f is not callable with arguments ", type_list<A...>()), F, A...);
     return std::false_type{};
   }
 }
@@ -287,16 +335,26 @@ constexpr auto check_differentiable() {
     if constexpr (is_differentiable_tree_v<X>) {
       return check_differentiable<Transform, K + 1, Args, I...>();
     } else if constexpr (std::is_integral_v<X>) {
-      TOWER_DIAGNOSE_FOR(Transform, "cannot differentiate with respect to an integer or bool argument",
-                     make_text(Transform, ": cannot differentiate with respect to argument ", i, " of type ",
-                               type_text<X>(), " (an integer or bool); pass a double, float or tensor"),
-                     X);
+      TOWER_DIAGNOSE_FOR_N(Transform, i, "cannot differentiate with respect to argument ", ", an integer or bool; pass a double, float or tensor",
+                           "cannot differentiate with respect to an integer or bool argument",
+                           make_text(Transform, ": cannot differentiate with respect to argument ", i, " of type ",
+                                     type_text<X>(), " (an integer or bool); pass a double, float or tensor"),
+                           X);
+      return std::false_type{};
+    } else if constexpr (is_untemplated_struct_v<X>) {
+      TOWER_DIAGNOSE_FOR_N(Transform, i, "argument ", " is a Hana struct that is not a template over its leaf type; declare it as template <class T> struct S whose leaves have type T",
+                           "a Hana struct argument must be a template over its leaf type: template <class T> struct S whose leaves have type T",
+                           make_text(Transform, ": argument ", i, " has type ", type_text<X>(),
+                                     ", a Hana struct that is not a template over its leaf type; declare it as template <class T> struct ",
+                                     type_text<X>(), " whose leaves have type T, so that transforms can rebuild it with their values"),
+                           X);
       return std::false_type{};
     } else {
-      TOWER_DIAGNOSE_FOR(Transform, "cannot differentiate with respect to an argument that is not a double, float or tensor",
-                     make_text(Transform, ": cannot differentiate with respect to argument ", i, " of type ",
-                               type_text<X>(), "; pass a double, float or tensor"),
-                     X);
+      TOWER_DIAGNOSE_FOR_N(Transform, i, "cannot differentiate with respect to argument ", ", which is not a double, float or tensor (or a pytree of them)",
+                           "cannot differentiate with respect to an argument that is not a double, float or tensor",
+                           make_text(Transform, ": cannot differentiate with respect to argument ", i, " of type ",
+                                     type_text<X>(), "; pass a double, float or tensor"),
+                           X);
       return std::false_type{};
     }
   }
@@ -329,14 +387,16 @@ constexpr auto check_grad_args_impl(argnums_t<I...>) {
                        make_text(Transform, ": argnums must name at least one argument"), A...);
     return std::false_type{};
   } else if constexpr (bad < sizeof...(I)) {
-    TOWER_DIAGNOSE_FOR(Transform, "an argnums index is out of range for a function of this many arguments",
-                       make_text(Transform, ": argnums index ", ids[bad], " is out of range for a function of ", n, " arguments"),
-                       argnums_t<I...>, A...);
+    TOWER_DIAGNOSE_FOR_NN(Transform, ids[bad], n, "argnums index ", " is out of range for a function of ", " arguments",
+                          "an argnums index is out of range for a function of this many arguments",
+                          make_text(Transform, ": argnums index ", ids[bad], " is out of range for a function of ", n, " arguments"),
+                          argnums_t<I...>, A...);
     return std::false_type{};
   } else if constexpr (repeated < sizeof...(I)) {
-    TOWER_DIAGNOSE_FOR(Transform, "argnums names an argument twice; list each argument once",
-                       make_text(Transform, ": argnums names argument ", ids[repeated], " twice; list each argument once"),
-                       argnums_t<I...>, A...);
+    TOWER_DIAGNOSE_FOR_N(Transform, ids[repeated], "argnums names argument ", " twice; list each argument once",
+                         "argnums names an argument twice; list each argument once",
+                         make_text(Transform, ": argnums names argument ", ids[repeated], " twice; list each argument once"),
+                         argnums_t<I...>, A...);
     return std::false_type{};
   } else {
     return check_differentiable<Transform, 0, std::tuple<A...>, I...>();
@@ -362,10 +422,11 @@ constexpr auto check_grad_result() {
                      make_text(Transform, ": with has_aux, f must return a (value, aux) pair, it returns ", type_text<D>()), D);
       return std::false_type{};
     } else if constexpr (std::tuple_size_v<D> != 2) {
-      TOWER_DIAGNOSE("grad: with has_aux, f must return a (value, aux) pair",
-                     make_text(Transform, ": with has_aux, f must return a (value, aux) pair, it returns ",
-                               static_cast<std::int64_t>(std::tuple_size_v<D>), " values: ", type_text<D>()),
-                     D);
+      TOWER_DIAGNOSE_N(std::tuple_size_v<D>, "grad: with has_aux, f must return a (value, aux) pair, it returns ", " values",
+                       "grad: with has_aux, f must return a (value, aux) pair",
+                       make_text(Transform, ": with has_aux, f must return a (value, aux) pair, it returns ",
+                                 static_cast<std::int64_t>(std::tuple_size_v<D>), " values: ", type_text<D>()),
+                       D);
       return std::false_type{};
     } else {
       return check_grad_result<Transform, false, std::tuple_element_t<0, D>>();
@@ -454,10 +515,19 @@ constexpr auto check_batchable() {
     if constexpr (!batched_arg || is_batchable_tree_v<X>) {
       return check_batchable<InDims, K + 1, A...>();
     } else if constexpr (std::is_arithmetic_v<X> || is_scalar_type_v<X>) {
-      TOWER_DIAGNOSE("vmap: a scalar argument cannot be batched; give it tw::none in in_dims",
-                     make_text("vmap: argument ", K, " is a scalar (", type_text<X>(),
-                               ") and cannot be batched; give it tw::none in in_dims"),
-                     X);
+      TOWER_DIAGNOSE_N(K, "vmap: argument ", " is a scalar and cannot be batched; give it tw::none in in_dims",
+                       "vmap: a scalar argument cannot be batched; give it tw::none in in_dims",
+                       make_text("vmap: argument ", K, " is a scalar (", type_text<X>(),
+                                 ") and cannot be batched; give it tw::none in in_dims"),
+                       X);
+      return std::false_type{};
+    } else if constexpr (is_untemplated_struct_v<X>) {
+      TOWER_DIAGNOSE_N(K, "vmap: argument ", " is a Hana struct that is not a template over its leaf type; declare it as template <class T> struct S whose leaves have type T",
+                       "vmap: a Hana struct argument must be a template over its leaf type: template <class T> struct S whose leaves have type T",
+                       make_text("vmap: argument ", K, " has type ", type_text<X>(),
+                                 ", a Hana struct that is not a template over its leaf type; declare it as template <class T> struct ",
+                                 type_text<X>(), " whose leaves have type T, so that transforms can rebuild it with their values"),
+                       X);
       return std::false_type{};
     } else {
       TOWER_DIAGNOSE("vmap: a batched argument must be a tensor; give other arguments tw::none in in_dims",
@@ -474,8 +544,9 @@ template <class InDims, class... A>
 constexpr auto check_vmap_args() {
   constexpr std::size_t n = dims_count_v<InDims>;
   if constexpr (n != 0 && n != sizeof...(A)) {
-    TOWER_DIAGNOSE("vmap: in_dims must have one entry per argument of f",
-                   make_text("vmap: in_dims has ", n, " entries but f takes ", sizeof...(A), " arguments"), InDims, A...);
+    TOWER_DIAGNOSE_NN(n, sizeof...(A), "vmap: in_dims has ", " entries but f takes ", " arguments",
+                      "vmap: in_dims must have one entry per argument of f",
+                      make_text("vmap: in_dims has ", n, " entries but f takes ", sizeof...(A), " arguments"), InDims, A...);
     return std::false_type{};
   } else {
     return check_batchable<InDims, 0, A...>();
@@ -497,8 +568,14 @@ constexpr auto check_vmap_result() {
   if constexpr (is_failed_v<D>) {
     return std::false_type{};  // an op inside f failed a check and reported it
   } else if constexpr (n > 1 && n != k) {
-    TOWER_DIAGNOSE("vmap: out_dims must have one entry per result of f",
-                   make_text("vmap: out_dims has ", n, " entries but f returns ", k, k == 1 ? " result" : " results"), OutDims, D);
+    [[maybe_unused]] constexpr diagnostic message = make_text("vmap: out_dims has ", n, " entries but f returns ", k, k == 1 ? " result" : " results");
+    if constexpr (k == 1) {
+      TOWER_DIAGNOSE_NN(n, k, "vmap: out_dims has ", " entries but f returns ", " result", "vmap: out_dims must have one entry per result of f",
+                        message, OutDims, D);
+    } else {
+      TOWER_DIAGNOSE_NN(n, k, "vmap: out_dims has ", " entries but f returns ", " results", "vmap: out_dims must have one entry per result of f",
+                        message, OutDims, D);
+    }
     return std::false_type{};
   } else if constexpr (!all_results_ok<D>(std::make_index_sequence<k>{})) {
     TOWER_DIAGNOSE("vmap: f must return tensors or scalars (or a std::tuple of them)",
@@ -547,6 +624,19 @@ constexpr auto check_vjp_rule() {
   } else {
     TOWER_DIAGNOSE("op: has no VJP rule for transform grad (the op is named in the requirement)",
                    make_text("op ", op_name<Op>(), " has no VJP rule for transform grad"), Op);
+    return std::false_type{};
+  }
+}
+
+/// Forward mode (jvp, and jacfwd and hessian through it) runs the op's JVP rule; `HasRule` is
+/// whether the op has one for the values at hand.
+template <class Op, bool HasRule>
+constexpr auto check_jvp_rule() {
+  if constexpr (HasRule) {
+    return std::true_type{};
+  } else {
+    TOWER_DIAGNOSE("op: has no JVP rule, which forward mode (jvp, jacfwd, hessian) needs; give it a jvp member (the op is named in the requirement)",
+                   make_text("op ", op_name<Op>(), " has no JVP rule, which forward mode (jvp, jacfwd, hessian) needs; give it a jvp member"), Op);
     return std::false_type{};
   }
 }

@@ -54,6 +54,11 @@ template <template <class> class S, class T> struct struct_leaf<S<T>> { using ty
 template <class X>
 inline constexpr bool is_hana_struct_v = !is_leaf_v<X> && boost::hana::Struct<std::remove_cvref_t<X>>::value;
 
+/// A Hana struct that is not a template S<T> over its leaf type: tower cannot rebuild it with
+/// other leaves (traced values, gradients), so it is no pytree.
+template <class X>
+inline constexpr bool is_untemplated_struct_v = is_hana_struct_v<X> && !requires { typename detail::struct_leaf<std::remove_cvref_t<X>>::type; };
+
 namespace detail {
 /// The number of members of a Hana struct, and member I of one.
 template <class S>
@@ -92,6 +97,8 @@ auto tree_map(F&& f, const X& x) {
     return r;
   } else {
     static_assert(is_hana_struct_v<D>, "tower: this type is not a pytree (tuple, pair, array, vector, Hana struct or a leaf)");
+    static_assert(!is_untemplated_struct_v<D>,
+                  "tower: a Hana struct used as a pytree must be a template over its leaf type (template <class T> struct S whose leaves have type T), so that transforms can rebuild it with their values");
     using T = typename detail::struct_leaf<D>::type;
     using R = typename detail::rebind_struct<D, decltype(tree_map(f, std::declval<const T&>()))>::type;
     R r{};
@@ -166,6 +173,8 @@ auto tree_zip_named(const char* who, F&& f, const X& x, const Y& y) {
     return r;
   } else {
     static_assert(is_hana_struct_v<D>, "tower: this type is not a pytree (tuple, pair, array, vector, Hana struct or a leaf)");
+    static_assert(!is_untemplated_struct_v<D>,
+                  "tower: a Hana struct used as a pytree must be a template over its leaf type (template <class T> struct S whose leaves have type T), so that transforms can rebuild it with their values");
     using T = typename detail::struct_leaf<D>::type;
     using U = typename detail::struct_leaf<std::remove_cvref_t<Y>>::type;
     using R = typename detail::rebind_struct<D, decltype(tree_zip_named(who, f, std::declval<const T&>(), std::declval<const U&>()))>::type;
@@ -213,6 +222,8 @@ auto tree_map_path(F&& f, const X& x, Get get = {}) {
     return r;
   } else {
     static_assert(is_hana_struct_v<D>, "tower: this type is not a pytree (tuple, pair, array, vector, Hana struct or a leaf)");
+    static_assert(!is_untemplated_struct_v<D>,
+                  "tower: a Hana struct used as a pytree must be a template over its leaf type (template <class T> struct S whose leaves have type T), so that transforms can rebuild it with their values");
     auto at = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
       return tree_map_path(f, detail::member<K>(x), [get](const auto& y) -> decltype(auto) { return detail::member<K>(get(y)); });
     };

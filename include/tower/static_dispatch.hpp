@@ -343,9 +343,9 @@ struct jvp_interpreter {
     if constexpr (!is_differentiable_v<Op>) {
       auto t = detail::zeros_like_value(out);
       return dual<Out, decltype(t), L>{std::move(out), std::move(t), serial_};
+    } else if constexpr (!decltype(diagnostics::check_jvp_rule<Op, requires { op.jvp(out, primal(a)..., tangent(a)...); }>())::value) {
+      return diagnostics::failed{};
     } else {
-      static_assert(requires { op.jvp(out, primal(a)..., tangent(a)...); },
-                    "tower: this op has no JVP rule, so jvp cannot differentiate it");
       using T = decltype(op.jvp(out, primal(a)..., tangent(a)...));
       if (serial_ && fwd_grad_enabled_at(L) && (... || is_dual_at_v<A, L>)) {
         // Inputs not at this level have zero tangents: the rule may skip their terms.

@@ -1,6 +1,6 @@
 // Diagnostic 8: has_aux with a function that returns three values.
 // expect: grad: with has_aux, f must return a (value, aux) pair, it returns 3 values
-// expect-clang: "grad: with has_aux, f must return a (value, aux) pair"
+// expect-clang: "grad: with has_aux, f must return a (value, aux) pair, it returns 3 values"
 #include <tuple>
 #include <tower/tower.hpp>
 namespace tw = tower;

@@ -1,7 +1,7 @@
 // Diagnostic 9: a transform applied to something that is not callable at all.
 // expect: grad: f is not callable with arguments (double)
 // expect-clang: always_false<double, double>
-// expect-clang: "transform: f is not callable with the arguments given"
+// expect-clang: "grad: f is not callable with the arguments given"
 #include <tower/tower.hpp>
 namespace tw = tower;
 

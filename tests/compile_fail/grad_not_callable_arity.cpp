@@ -1,6 +1,6 @@
 // Diagnostic 9: a transform applied to a function that cannot be called with the arguments given.
 // expect: grad: f is not callable with arguments (double)
-// expect-clang: "transform: f is not callable with the arguments given"
+// expect-clang: "grad: f is not callable with the arguments given"
 #include <tower/tower.hpp>
 namespace tw = tower;
 

@@ -1,6 +1,6 @@
 // Diagnostic 2: argnums naming an argument twice (torch.func rejects it too).
 // expect: jacfwd: argnums names argument 0 twice; list each argument once
-// expect-clang: "jacfwd: argnums names an argument twice; list each argument once"
+// expect-clang: "jacfwd: argnums names argument 0 twice; list each argument once"
 #include <tower/tower.hpp>
 namespace tw = tower;
 

@@ -1,6 +1,6 @@
 // Diagnostic 2: argnums naming an argument twice (torch.func rejects it too).
 // expect: jacrev: argnums names argument 1 twice; list each argument once
-// expect-clang: "jacrev: argnums names an argument twice; list each argument once"
+// expect-clang: "jacrev: argnums names argument 1 twice; list each argument once"
 #include <tower/tower.hpp>
 namespace tw = tower;
 

@@ -1,6 +1,6 @@
 // Diagnostic 9 on the runtime path.
 // expect: vmap: f is not callable with arguments (tower::tensor<double>, tower::tensor<double>)
-// expect-clang: "transform: f is not callable with the arguments given"
+// expect-clang: "vmap: f is not callable with the arguments given"
 #include <functional>
 #include <tower/tower.hpp>
 namespace tw = tower;

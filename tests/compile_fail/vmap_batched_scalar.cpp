@@ -1,7 +1,7 @@
 // Diagnostic 4: a batched in_dim on a scalar argument.
 // expect: vmap: argument 1 is a scalar (double) and cannot be batched; give it tw::none in in_dims
 // expect-clang: always_false<double>
-// expect-clang: "vmap: a scalar argument cannot be batched; give it tw::none in in_dims"
+// expect-clang: "vmap: argument 1 is a scalar and cannot be batched; give it tw::none in in_dims"
 #include <tower/tower.hpp>
 namespace tw = tower;
 

@@ -1,7 +1,7 @@
 // Diagnostic 3: out_dims with the wrong number of entries for the results.
 // expect: vmap: out_dims has 3 entries but f returns 2 results
 // expect-clang: always_false<tower::out_dims_t<long, long, long>
-// expect-clang: "vmap: out_dims must have one entry per result of f"
+// expect-clang: "vmap: out_dims has 3 entries but f returns 2 results"
 #include <tuple>
 #include <tower/tower.hpp>
 namespace tw = tower;
