@@ -38,7 +38,7 @@ PRELUDE = """#include <tower/tower.hpp>
 namespace tw = tower;
 """
 FENCE = re.compile(r"^(\s*)```\s*(\S*)\s*$")
-MAIN = re.compile(r"\bint\s+main\s*\(\s*\)")
+MAIN = re.compile(r"\bint\s+main\s*\(\s*(int\s+argc\s*,\s*char\s*\*\*\s*argv)?\s*\)")
 
 
 class Block:
@@ -52,6 +52,10 @@ class Block:
         self.program = bool(MAIN.search(text))
         self.own_tu = any(l.lstrip().startswith("#define") for l in lines) or self.expect_error is not None
         self.parallel = "tower/parallel.hpp" in text
+        # MPI programs start under mpirun: such a block is compiled (with Open MPI's flags), not run.
+        self.mpi = "tower/mpi.hpp" in text
+        self.compile_only = self.compile_only or self.mpi
+        self.own_tu = self.own_tu or self.mpi
 
     @property
     def where(self):
@@ -92,7 +96,7 @@ def render(blocks, md_name):
         ns = f"doc_block_{k}"
         text = "\n".join(body)
         if b.program:
-            text = MAIN.sub("int main_()", text)
+            text = MAIN.sub(lambda m: "int main_(int argc = 0, char** argv = nullptr)" if m.group(1) else "int main_()", text)
             # main's implicit return 0: main is the block's last function, so its brace is the
             # last one (the added return is unreachable after an explicit one).
             end = text.rfind("}")
@@ -118,12 +122,18 @@ def render(blocks, md_name):
     return src
 
 
-def compiler_line(root, src, exe, parallel, syntax_only=False):
+def mpi_flags(which):
+    """Open MPI's compile or link flags (`mpicxx --showme:compile|link`)."""
+    return subprocess.run(["mpicxx", f"--showme:{which}"], capture_output=True, text=True, check=True).stdout.split()
+
+
+def compiler_line(root, src, exe, parallel, syntax_only=False, mpi=False):
     cmd = [os.environ.get("CXX", "g++"), "-std=c++20", "-O0", "-Wall", "-Wextra", "-Werror", "-Wno-unused",
            f"-I{root}/include", f"-I{root}", "-isystem", "/usr/include/eigen3", src]
+    cmd += mpi_flags("compile") if mpi else []
     if syntax_only:
         return cmd + ["-fsyntax-only"]
-    return cmd + ["-o", exe, "-lmvec", "-pthread"] + (["-ltbb"] if parallel else [])
+    return cmd + ["-o", exe, "-lmvec", "-pthread"] + (["-ltbb"] if parallel else []) + (mpi_flags("link") if mpi else [])
 
 
 def check_file(root, md, tmp):
@@ -142,7 +152,8 @@ def check_file(root, md, tmp):
         with open(stem + ".cpp", "w") as f:
             f.write(render(group, md_name))
         fail_block = group[0] if group[0].expect_error is not None else None
-        r = subprocess.run(compiler_line(root, stem + ".cpp", stem, any(b.parallel for b in group), fail_block is not None),
+        r = subprocess.run(compiler_line(root, stem + ".cpp", stem, any(b.parallel for b in group), fail_block is not None,
+                                           any(b.mpi for b in group)),
                            capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
         where = ", ".join(b.where for b in group)
         if fail_block is not None:
