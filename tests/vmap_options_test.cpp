@@ -1,4 +1,4 @@
-// vmap's options: an int for every argument, randomness= for random ops, both paths.
+// vmap's options: an int for every argument, chunk_size, both paths (randomness=: random_test.cpp).
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -44,35 +44,6 @@ TEST_CASE("in_dims(d) with one int batches every argument along d, as the README
   require_close(G, tw::cos(A) * B * A, 1e-13);
   // One argument: in_dims(0) is the per-argument form itself.
   require_close(tw::vmap([](auto a) { return tw::sum(a * a); }, tw::in_dims(0))(A), tw::sum(A * A, 1), 1e-13);
-}
-
-TEST_CASE("randomness: error by default, same or different on request, on both paths") {
-  const tensor<double> X = tw::zeros<double>({4, 3});
-  auto noisy = [](auto x) { return x + tw::randn_like(x); };
-  REQUIRE_THROWS_WITH(tw::vmap(noisy)(X), Catch::Contains("randomness='error'"));
-  REQUIRE(tw::interpreter_stack_depth() == 0);
-
-  tw::manual_seed(3);
-  const tensor<double> d = tw::vmap(noisy, tw::randomness::different)(X);
-  tw::manual_seed(3);
-  const tensor<double> s = tw::vmap(noisy, tw::randomness::same)(X);
-  // 'same': every row equal; 'different': rows differ.
-  for (std::int64_t b = 1; b < 4; ++b) {
-    require_close(row(s, b), row(s, 0), 0);
-    REQUIRE(tw::testing::max_rel_err(row(d, b), row(d, 0)) > 1e-3);
-  }
-  // The draws are standard normal: the 'different' sample of 4*3 values has a plausible spread.
-  double m2 = 0;
-  for (std::int64_t i = 0; i < d.numel(); ++i) m2 += d.data()[i] * d.data()[i];
-  REQUIRE(m2 / d.numel() > 0.1);
-  REQUIRE(m2 / d.numel() < 5.0);
-
-  std::function<value(value)> nr = [](value x) { return x + tw::randn_like(x); };
-  REQUIRE_THROWS_WITH(tw::vmap(nr)(X), Catch::Contains("randomness='error'"));
-  const tensor<double> sr = tw::vmap(nr, tw::randomness::same)(X).to_tensor();
-  for (std::int64_t b = 1; b < 4; ++b) require_close(row(sr, b), row(sr, 0), 0);
-  // Under grad a random op is a constant.
-  require_close(tw::grad([](auto x) { return x * 2.0 + tw::randn_like(x); })(1.0), 2.0, 0);
 }
 
 TEST_CASE("chunk_size gives the same results, for tuple outputs, out_dims and both paths") {

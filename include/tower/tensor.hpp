@@ -345,9 +345,10 @@ tensor<T> eye(std::int64_t n, std::int64_t m = -1) {
 }
 
 /// Standard normal samples, reproducible from `seed` (std::mt19937_64 + Box-Muller, so the same
-/// numbers on every platform).
-template <class T>
-tensor<T> randn(shape_t s, std::uint64_t seed = 0) {
+/// numbers on every platform). Without a seed, tw::randn({shape}) draws from the thread's
+/// generator (dsl/random.hpp).
+template <class T = double>
+tensor<T> randn(shape_t s, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   auto uniform = [&] { return (static_cast<double>(gen() >> 11) + 0.5) * 0x1.0p-53; };
   buffer<T> v(static_cast<std::size_t>(checked_numel("randn", s)));

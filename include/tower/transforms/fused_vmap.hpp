@@ -56,6 +56,7 @@
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/kernels.hpp"
+#include "tower/randomness.hpp"
 #include "tower/static_values.hpp"
 #include "tower/tensor.hpp"
 #include "tower/transforms/batch_size.hpp"
@@ -374,7 +375,8 @@ tensor<T> rows(const tensor<T>& front, std::int64_t b0, std::int64_t n) {
 
 /// Batching rules on packets of `packet` examples; results stacked at out_dims.
 template <class F, class InDims, class OutDims, class... A>
-auto run_packets(const F& f, const InDims& in, const OutDims& out, std::int64_t bs, std::int64_t packet, const A&... a) {
+auto run_packets(const F& f, const InDims& in, const OutDims& out, std::int64_t bs, std::int64_t packet, randomness_kind randomness,
+                 const A&... a) {
   using Seq = std::index_sequence_for<A...>;
   // Batched arguments with their batch in dim 0; in_dims for the packets accordingly.
   auto fronts = [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -390,8 +392,10 @@ auto run_packets(const F& f, const InDims& in, const OutDims& out, std::int64_t 
   }(Seq{});
   InDims in0 = in;
   std::apply([](auto&... d) { ((d = [&] { if constexpr (std::is_same_v<std::remove_cvref_t<decltype(d)>, none_t>) return d; else return std::remove_cvref_t<decltype(d)>(0); }()), ...); }, in0.dims);
-  const vmap_transform<F, InDims, out_dims_t<>, strategy::batched_t, 0> v{f, in0, {}, {}};
+  const vmap_transform<F, InDims, out_dims_t<>, strategy::batched_t, 0> v{f, in0, {}, {0, randomness}};
+  const same_draws draws(randomness);  // randomness=same: each packet draws what the whole batch would
   auto call = [&](std::int64_t b0, std::int64_t n) {
+    draws.next();
     return std::apply([&](const auto&... p) {
       return v([&]() -> decltype(auto) {
         if constexpr (requires { p.get(); }) return p.get();
@@ -513,8 +517,9 @@ namespace detail {
 /// strategy::automatic: the result of the form it picks, or an empty optional when that is the
 /// batched form (vmap_transform then runs it). Every form returns the same plain types.
 template <class Strategy, class F, class InDims, class OutDims, class... A>
-auto try_fused_vmap(const F& f, const InDims& in, const OutDims& out, const A&... a) {
+auto try_fused_vmap(const F& f, const InDims& in, const OutDims& out, randomness_kind randomness, const A&... a) {
   namespace fz = detail::fused;
+  (void)randomness;  // packets only
   constexpr bool plain_args = (fz::is_plain_v<A> && ...);
   if constexpr (std::is_same_v<Strategy, strategy::fused_t>) {
     static_assert(plain_args, "vmap: strategy::fused needs plain arguments (numbers, tensors), not values of an enclosing transform");
@@ -531,14 +536,14 @@ auto try_fused_vmap(const F& f, const InDims& in, const OutDims& out, const A&..
     static_assert(plain_args, "vmap: strategy::packets needs plain arguments (numbers, tensors), not values of an enclosing transform");
     const std::int64_t bs = fz::batch_size(in, a...);
     if (bs == 0) throw error("vmap: strategy::packets needs at least one example");
-    return fz::run_packets(f, in, out, bs, fz::packet_size(in, a...), a...);
+    return fz::run_packets(f, in, out, bs, fz::packet_size(in, a...), randomness, a...);
   } else if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && plain_args) {
-    using R = decltype(fz::run_packets(f, in, out, std::int64_t{1}, std::int64_t{1}, a...));
+    using R = decltype(fz::run_packets(f, in, out, std::int64_t{1}, std::int64_t{1}, randomness, a...));
     const std::int64_t bs = fz::batch_size(in, a...);
     // (The per-example form on numbers is not picked automatically: it compiles f for numbers,
     // which a function written for tensors may not accept. strategy::fused asks for it.)
     if (const std::int64_t packet = fz::automatic_packet(bs, fz::example_numbers(in, a...)))
-      return std::optional<R>{fz::run_packets(f, in, out, bs, packet, a...)};
+      return std::optional<R>{fz::run_packets(f, in, out, bs, packet, randomness, a...)};
     return std::optional<R>{};
   } else {
     return std::optional<int>{};  // batched

@@ -96,8 +96,16 @@ struct in_dims_all_t {
   std::tuple<> dims{};  // (not a per-argument list)
 };
 
-/// vmap's policy for random ops: error (the default), same values for every example, or
-/// different values per example (torch.func's randomness=).
+/// vmap's policy for random ops (torch.func's randomness=), applied to every random op inside
+/// f, whether or not the vmap batches its argument (dsl/random.hpp):
+/// - randomness::error (the default): a random op raises tower::error;
+/// - randomness::same: one draw shared by every example;
+/// - randomness::different: each example draws its own values (f runs one example at a time).
+/// chunk_size does not change the numbers in any mode.
+///
+///   auto noisy = [](auto x) { return x + tw::randn_like(x); };
+///   tw::vmap(noisy, tw::randomness::different)(X);  // [B, d]: rows differ
+///   tw::vmap(noisy, tw::randomness::same)(X);       // [B, d]: x_b + one noise vector
 struct randomness_t {
   randomness_kind kind;
 };

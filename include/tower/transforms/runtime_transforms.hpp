@@ -19,6 +19,7 @@
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/pytree.hpp"
+#include "tower/randomness.hpp"
 #include "tower/runtime_dispatch.hpp"
 #include "tower/transforms/batch_size.hpp"
 #include "tower/transforms/runtime_fusion.hpp"
@@ -162,7 +163,9 @@ auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t
 }
 
 /// vmap on the runtime path; with chunk_size, a chunk of the batch at a time; with fuse, the
-/// traced program when f's ops allow it (runtime_fusion.hpp).
+/// traced program when f's ops allow it (runtime_fusion.hpp). randomness=different runs one
+/// example at a time; with randomness=same every chunk draws what the whole batch would
+/// (tower/randomness.hpp).
 template <class Call, std::size_t N>
 auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
               const shape_t& out_dims, const std::array<value, N>& args,
@@ -170,10 +173,13 @@ auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>
   using R = decltype(run_vmap_once(call, in_dims, out_dims, args, randomness));
   if (fuse)
     if (auto r = run_vmap_fused<R>(call, in_dims, out_dims, args, randomness)) return std::move(*r);
+  chunk_size = tower::detail::chunk_for(randomness, chunk_size);
   if (chunk_size > 0) {
     if (const std::int64_t bs = detail::batch_size_of(in_dims, args); bs > chunk_size) {
       std::vector<R> parts;
+      const tower::detail::same_draws draws(randomness);
       for (std::int64_t start = 0; start < bs; start += chunk_size) {
+        draws.next();
         std::array<value, N> slice = args;
         for (std::size_t i = 0; i < N; ++i)
           if (in_dims[i]) slice[i] = narrow(args[i], *in_dims[i], start, std::min(chunk_size, bs - start));

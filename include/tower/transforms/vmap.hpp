@@ -22,6 +22,7 @@
 #include "tower/diagnostics.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/pytree.hpp"
+#include "tower/randomness.hpp"
 #include "tower/static_values.hpp"
 #include "tower/transforms/batch_size.hpp"
 #include "tower/transforms/fused_fixed.hpp"
@@ -156,6 +157,8 @@ struct vmap_transform {
 
   template <class... A>
   auto operator()(const A&... a) const {
+    // randomness=error: a random op anywhere inside raises, in every form (tower/randomness.hpp).
+    const detail::randomness_guard random_ops(opts.randomness);
     if constexpr ((is_dual_unsupported_v<A> || ...)) {
       return dual_unsupported{};  // inside a probe of a tape-free form, which declines
     } else if constexpr (detail::is_single_int_in_dims_v<InDims> && sizeof...(A) > 1) {
@@ -168,7 +171,16 @@ struct vmap_transform {
       return run_runtime(a...);
     } else if constexpr (std::is_same_v<Strategy, strategy::fused_t> || std::is_same_v<Strategy, strategy::packets_t>) {
       static_assert(fused_applies<A...>(), "vmap: strategy::fused and ::packets need plain arguments and in_dims of ints or tw::none");
-      return detail::try_fused_vmap<Strategy>(f, in, out, a...);  // per example / per packet (fused_vmap.hpp)
+      // randomness=same or different: batching rules, which draw once for all examples or one
+      // example at a time (the per-example loops do not restore the generator per example).
+      using Batched = vmap_transform<F, InDims, OutDims, strategy::batched_t, Floor>;
+      if constexpr (std::is_same_v<decltype(Batched{f, in, out, opts}(a...)),
+                                   decltype(detail::try_fused_vmap<Strategy>(f, in, out, opts.randomness, a...))>) {
+        if (opts.randomness != randomness_kind::error) return Batched{f, in, out, opts}(a...);
+      } else if (opts.randomness != randomness_kind::error) {
+        throw error("vmap: strategy::fused and ::packets take randomness=error only for this f; use strategy::batched");
+      }
+      return detail::try_fused_vmap<Strategy>(f, in, out, opts.randomness, a...);  // per example / per packet (fused_vmap.hpp)
     } else {
       static_assert((is_pytree_v<A> && ...), "vmap: arguments must be numbers, tensors or pytrees of them");
       constexpr int L = pytree_level<A...>() + 1;
@@ -177,10 +189,13 @@ struct vmap_transform {
       };
       if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && fused_applies<A...>() &&
                     detail::fused::plain_result_v<decltype(batched_run())>) {
-        if (opts.chunk_size <= 0 && opts.randomness == randomness_kind::error) {
+        // (The per-example rows do not restore the generator per example: randomness=error only.
+        // Packets do per packet: randomness=same too.)
+        if (opts.chunk_size <= 0 && opts.randomness != randomness_kind::different) {
           using R = decltype(batched_run());
-          if (auto rows = detail::fused_fixed::try_automatic_rows<R>(f, in, out, a...)) return std::move(*rows);  // [B, N], N small
-          auto r = detail::try_fused_vmap<Strategy>(f, in, out, a...);  // fused / packets when they pay (fused_vmap.hpp)
+          if (opts.randomness == randomness_kind::error)
+            if (auto rows = detail::fused_fixed::try_automatic_rows<R>(f, in, out, a...)) return std::move(*rows);  // [B, N], N small
+          auto r = detail::try_fused_vmap<Strategy>(f, in, out, opts.randomness, a...);  // packets when they pay (fused_vmap.hpp)
           if constexpr (std::is_same_v<decltype(r), std::optional<decltype(batched_run())>>)
             if (r) return std::move(*r);
         }
@@ -311,17 +326,22 @@ struct vmap_transform {
   }
 
   /// With chunk_size, runs the batch a chunk at a time and concatenates the outputs.
+  /// (randomness=different: one example at a time; randomness=same: each chunk draws what the
+  /// whole batch would, tower/randomness.hpp.)
   template <int L, class... A>
   auto run_chunked(const A&... a) const {
-    if (opts.chunk_size <= 0) return run<L>(a...);
+    const std::int64_t chunk = detail::chunk_for(opts.randomness, opts.chunk_size);
+    if (chunk <= 0) return run<L>(a...);
     std::int64_t bs = -1;
     std::string first;
     [&]<std::size_t... I>(std::index_sequence<I...>) { (find_batch_size<I>(a, bs, first), ...); }(std::index_sequence_for<A...>{});
-    if (bs <= opts.chunk_size) return run<L>(a...);
+    if (bs <= chunk) return run<L>(a...);
     using R = decltype(run<L>(a...));
     std::vector<R> parts;
-    for (std::int64_t start = 0; start < bs; start += opts.chunk_size) {
-      const std::int64_t len = std::min(opts.chunk_size, bs - start);
+    const detail::same_draws draws(opts.randomness);
+    for (std::int64_t start = 0; start < bs; start += chunk) {
+      const std::int64_t len = std::min(chunk, bs - start);
+      draws.next();
       parts.push_back([&]<std::size_t... I>(std::index_sequence<I...>) {
         return run<L>(detail::map_in_dim(detail::in_dim_at<InDims, I>(in), a,
                                          [&](std::int64_t d, const auto& leaf) { return narrow(leaf, d, start, len); })...);
@@ -396,7 +416,10 @@ namespace detail {
 /// vmap inside a tower composite (see run_at_level's Floor).
 template <int Floor, class F, class... D, class... O>
 auto vmap_at(F f, in_dims_t<D...> in, out_dims_t<O...> out = {}) {
-  return vmap_transform<F, in_dims_t<D...>, out_dims_t<O...>, strategy::automatic_t, Floor>{std::move(f), in, out, {}};
+  // The basis vmaps of jacrev, jacfwd and hessian evaluate f at one point: a random op draws
+  // once for every basis direction (randomness=same), and only a user's vmap raises.
+  return vmap_transform<F, in_dims_t<D...>, out_dims_t<O...>, strategy::automatic_t, Floor>{std::move(f), in, out,
+                                                                                            {0, randomness_kind::same}};
 }
 }  // namespace detail
 
