@@ -207,3 +207,13 @@ TEST_CASE("amax and amin propagate NaN as torch, with a NaN gradient over the ro
   check_edges("amax dim 1", [](auto x) { return tw::amax(x, 1); },
               {at(mat(2, 2, {NaN, NaN, 1, 3}), vec({NaN, 3}), mat(2, 2, {NaN, NaN, 0, 1}))});
 }
+
+TEST_CASE("sign propagates NaN (as NumPy and JAX); its derivative is 0") {
+  check_edges("sign", [](auto x) { return tw::sign(x); },
+              {at(vec({NaN, -2, 0, 3, -inf, inf}), vec({NaN, -1, 0, 1, -1, 1}), vec({0, 0, 0, 0, 0, 0}))});
+  check_edges("sign(x) * x", [](auto x) { return tw::sign(x) * x; }, {at(vec({NaN, -2, 3}), vec({NaN, 2, 3}), vec({NaN, -1, 1}))});
+  check_number_edges("sign on numbers", [](auto x) { return tw::sign(x); }, {{{NaN, NaN, 0.0}}, {{-2.0, -1.0, 0.0}}, {{0.0, 0.0, 0.0}}});
+  std::function<value(value)> fr = [](value x) { return tw::sign(x); };
+  REQUIRE(std::isnan(tw::sign(tw::tensor<float>({2}, {std::numeric_limits<float>::quiet_NaN(), 1.0f})).data()[0]));
+  REQUIRE(std::isnan(fr(value(NaN)).item()));
+}
