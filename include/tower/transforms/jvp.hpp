@@ -104,6 +104,8 @@ constexpr auto check_jvp_output() {
   // function written for transformed values (type-erased code, say) may not compile on those.
   if constexpr (sizeof...(P) == 0 || !(is_leaf_v<P> && ...)) {
     return std::true_type{};  // jvp_at's check (f is not even called), or pytree primals: f's call reports
+  } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<P> || ...)) {
+    return std::true_type{};  // the runtime path (jvp_at): f runs on dyn::values, never on duals
   } else {
     constexpr int L = pytree_level<P...>() + 1;
     if constexpr (!std::is_invocable_v<const F&, const dual<P, P, L>&...>) return std::true_type{};
