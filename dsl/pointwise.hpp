@@ -131,7 +131,9 @@ TOWER_DECLARE_OP(where)
 
 // name         kernel                                    derivative (x: input, out: result)
 TOWER_UNARY_OP(neg,         -v,                                    -g,                       -t)
-TOWER_UNARY_OP(sign,        (v > 0) - (v < 0),                     zeros_like(g),            zeros_like(t))
+// sign(NaN) is NaN, as NumPy and JAX (torch's kernel gives 0, pytorch#41245; NaN propagates in
+// every other tower op).
+TOWER_UNARY_OP(sign,        v != v ? v : (v > 0) - (v < 0),        zeros_like(g),            zeros_like(t))
 TOWER_UNARY_OP_D(abs,       std::abs(v),                           sign(x))
 TOWER_MATH_OP_D(exp,        /* libmvec */                          out)
 TOWER_MATH_OP_D(expm1,      /* libmvec */                          out + 1.0)

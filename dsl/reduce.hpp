@@ -322,13 +322,16 @@ TOWER_COMPOSITE_REDUCTION(mean)
 /// @}
 
 /// log(sum(exp(x))) over dims, computed stably around the maximum m: m + log(sum(exp(x - m))).
-/// x - m is taken as 0 where x is m, so that an infinite m gives torch's values (inf for a +inf
-/// element, -inf when all are -inf; NaN with a NaN) instead of inf - inf, and the gradient is
-/// the softmax of x - m, finite there too (a +inf element takes all of it, all -inf share it).
+/// Where the maximum m is infinite, x - m is taken as 0 where x is m, so that an infinite m gives
+/// torch's values (inf for a +inf element, -inf when all are -inf; NaN with a NaN) instead of
+/// inf - inf, and the gradient is the softmax of x - m, finite there too (a +inf element takes
+/// all of it, all -inf share it). A finite m keeps x - m everywhere: at tied maxima its
+/// derivative is not 0, and the second derivatives need it.
 template <class X> auto logsumexp_impl(const X& x, const reduction_dims& r) {
   const reduction_dims kept{r.dims, true, r.all};
   auto m = detail::amax_r(x, kept);
-  auto s = log(detail::sum_r(exp(where(eq(x, m), 0.0, x - m)), kept)) + m;
+  auto at_infinite_max = eq(x, m) * eq(abs(m), std::numeric_limits<double>::infinity());
+  auto s = log(detail::sum_r(exp(where(at_infinite_max, 0.0, x - m)), kept)) + m;
   if constexpr (is_scalar_type_v<X>) {
     return s;
   } else {

@@ -119,6 +119,9 @@ std::vector<bad_case> op_cases() {
       {"cross_entropy", "3"});
   add("cross_entropy: class index 0.5", m, [](auto a) { return tw::cross_entropy(a, tensor<double>{0.5, 1.0}); },
       {"cross_entropy", "0.5"});
+  // A valid shape whose buffer is more than tower allocates (AddressSanitizer would abort).
+  add("a product of 2^40 expanded rows", x, [](auto a) { return tw::expand(tw::unsqueeze(a, 0), {std::int64_t{1} << 40, -1}) * 2.0; },
+      {"buffer", "1 TiB"});
   add("gather: negative index", m, [](auto a) { return tw::gather(a, 1, tensor<double>({2, 1}, {-1.0, 0.0})); }, {"gather", "-1"});
   return cases;
 }
@@ -130,6 +133,7 @@ std::vector<bad_case> creation_cases() {
       {"tensor: [2^31, 2^31, 4] with no data", [=] { (void)tensor<double>({two31, two31, 4}, std::vector<double>{}); }, {"tensor", huge}},
       {"zeros: [2^31, 2^31, 4]", [=] { (void)tw::zeros<double>({two31, two31, 4}); }, {"zeros", huge}},
       {"ones: [2^31, 2^31, 4]", [=] { (void)tw::ones<float>({two31, two31, 4}); }, {"ones", huge}},
+      {"zeros: [2^40, 4], 8 TiB", [] { (void)tw::zeros<double>({std::int64_t{1} << 40, 4}); }, {"buffer", "35184372088832 bytes", "1 TiB"}},
       {"tensor: negative size", [] { (void)tensor<double>({-1, 2}, std::vector<double>{}); }, {"tensor", "[-1, 2]"}},
       {"zeros: negative size", [] { (void)tw::zeros<double>({-1, 2}); }, {"zeros", "[-1, 2]"}},
       {"ones: negative size", [] { (void)tw::ones<double>({3, -2}); }, {"ones", "[3, -2]"}},

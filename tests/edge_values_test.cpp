@@ -207,3 +207,31 @@ TEST_CASE("amax and amin propagate NaN as torch, with a NaN gradient over the ro
   check_edges("amax dim 1", [](auto x) { return tw::amax(x, 1); },
               {at(mat(2, 2, {NaN, NaN, 1, 3}), vec({NaN, 3}), mat(2, 2, {NaN, NaN, 0, 1}))});
 }
+
+TEST_CASE("sign propagates NaN (as NumPy and JAX); its derivative is 0") {
+  check_edges("sign", [](auto x) { return tw::sign(x); },
+              {at(vec({NaN, -2, 0, 3, -inf, inf}), vec({NaN, -1, 0, 1, -1, 1}), vec({0, 0, 0, 0, 0, 0}))});
+  check_edges("sign(x) * x", [](auto x) { return tw::sign(x) * x; }, {at(vec({NaN, -2, 3}), vec({NaN, 2, 3}), vec({NaN, -1, 1}))});
+  check_number_edges("sign on numbers", [](auto x) { return tw::sign(x); }, {{{NaN, NaN, 0.0}}, {{-2.0, -1.0, 0.0}}, {{0.0, 0.0, 0.0}}});
+  std::function<value(value)> fr = [](value x) { return tw::sign(x); };
+  REQUIRE(std::isnan(tw::sign(tw::tensor<float>({2}, {std::numeric_limits<float>::quiet_NaN(), 1.0f})).data()[0]));
+  REQUIRE(std::isnan(fr(value(NaN)).item()));
+}
+
+TEST_CASE("logsumexp's second derivatives at tied maxima are diag(p) - p pᵀ (p the softmax)") {
+  auto lse = [](auto x) { return tw::logsumexp(x); };
+  std::function<value(value)> lse_r = [](value x) { return tw::logsumexp(x); };
+  for (const auto& x : {vec({0.3, 0.3, 0.3}), vec({0.2, 0.3, 0.3}), vec({1, 1}), vec({-2, 0.5, 0.5, 0.5}), vec({4})}) {
+    INFO("at " << x);
+    const tensor<double> p = tw::softmax(x, 0);
+    const std::int64_t n = x.numel();
+    tensor<double> H = tw::zeros<double>({n, n});
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < n; ++j) H.data()[i * n + j] = (i == j ? p.data()[i] : 0.0) - p.data()[i] * p.data()[j];
+    require_same("static hessian", tw::hessian(lse)(x), H);
+    require_same("static jacfwd(jacrev)", tw::jacfwd(tw::jacrev(lse))(x), H);
+    require_same("runtime hessian", tw::hessian(lse_r)(value(x)).to_tensor(), H);
+    require_same("static vmap(hessian)", tw::vmap(tw::hessian(lse))(repeated(x)), repeated(H));
+    require_same("runtime vmap(hessian)", tw::vmap(tw::hessian(lse_r))(repeated(x)).to_tensor(), repeated(H));
+  }
+}

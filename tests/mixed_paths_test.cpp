@@ -53,3 +53,15 @@ TEST_CASE("runtime transforms around generic code, and static transforms inside 
   require_close(tw::grad(g)(0.3).item(), f2(0.3), 1e-12);
   require_close(tw::vmap(g)(tensor<double>({2}, {0.3, 0.9})).to_tensor()(1), f1(0.9), 1e-12);
 }
+
+TEST_CASE("jvp of a generic function at dyn::value primals runs it on the runtime path") {
+  // jvp's output check once instantiated f on static duals of dyn::value (a compile error).
+  const tw::tensor<double> x({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto f = [](auto y) { return tw::softplus(y) * y; };
+  auto g = [f](auto v) { return tw::jvp(f, std::tuple{v}, std::tuple{tw::ones_like(v)}).second; };
+  const tw::tensor<double> want = g(x);
+  require_close(g(tw::dyn::value(x)).to_tensor(), want, 1e-14);
+  require_close(tw::vmap(g)(tw::dyn::value(x)).to_tensor(), want, 1e-14);
+  require_close(tw::grad([g](auto v) { return tw::sum(g(v)); })(tw::dyn::value(x)).to_tensor(),
+                tw::grad([g](auto v) { return tw::sum(g(v)); })(x), 1e-12);
+}

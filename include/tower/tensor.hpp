@@ -37,10 +37,20 @@ struct default_init_allocator : std::allocator<T> {
   template <class U> struct rebind { using other = default_init_allocator<U>; };
   default_init_allocator() noexcept = default;
   template <class U> default_init_allocator(const default_init_allocator<U>&) noexcept {}
+  /// A buffer of 1 TiB or more raises tower::error (AddressSanitizer aborts on such requests
+  /// instead of throwing std::bad_alloc), and so does a failed allocation.
   T* allocate(std::size_t n) {
-    if (n > std::size_t(-1) / 2 / sizeof(T)) throw std::bad_array_new_length();
-    if (buffer_pool::pooled(n * sizeof(T))) return static_cast<T*>(buffer_pool::allocate(n * sizeof(T)));
-    return std::allocator<T>::allocate(n);
+    if (n >= max_buffer_bytes / sizeof(T)) too_large(n, " is more than tower allocates (1 TiB)");
+    try {
+      if (buffer_pool::pooled(n * sizeof(T))) return static_cast<T*>(buffer_pool::allocate(n * sizeof(T)));
+      return std::allocator<T>::allocate(n);
+    } catch (const std::bad_alloc&) {
+      too_large(n, ": out of memory");
+    }
+  }
+  static constexpr std::size_t max_buffer_bytes = std::size_t{1} << 40;
+  [[noreturn, gnu::cold, gnu::noinline]] static void too_large(std::size_t n, const char* why) {
+    throw error("tensor: a buffer of " + std::to_string(n) + " elements (" + std::to_string(n * sizeof(T)) + " bytes)" + why);
   }
   void deallocate(T* p, std::size_t n) noexcept {
     if (buffer_pool::pooled(n * sizeof(T))) buffer_pool::deallocate(p, n * sizeof(T));
