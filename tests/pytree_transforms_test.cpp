@@ -507,3 +507,23 @@ TEST_CASE("jacrev and jacfwd with argnums<0, 1>, and with a pytree argument besi
   require_close(std::get<0>(std::get<0>(std::get<0>(std::get<0>(H)))),
                 fd_jacobian([&](const tensor<double>& u) { return std::get<0>(tw::grad(s)(std::make_tuple(u, y), z)); }, x), 1e-6);
 }
+
+TEST_CASE("vmap of jacrev, jacfwd and hessian w.r.t. a pytree argument equals a loop (issue 32)") {
+  const tensor<double> X = sample({4, 3}, -1, 1, 121), Y = sample({4, 2}, -1, 1, 122);
+  auto f = [](const auto& t) { return tw::sin(std::get<0>(t)) * tw::sum(std::get<1>(t) * std::get<1>(t)); };
+  auto g = [f](const auto& t) { return tw::sum(tw::tanh(f(t))); };
+  const auto batch = std::make_tuple(X, Y);
+  const auto Jr = leaves(tw::vmap(tw::jacrev(f))(batch));
+  const auto Jf = leaves(tw::vmap(tw::jacfwd(f))(batch));
+  const auto H = leaves(tw::vmap(tw::hessian(g))(batch));
+  for (std::int64_t b = 0; b < 4; ++b) {
+    INFO("example " << b);
+    const auto t = std::make_tuple(row(X, b), row(Y, b));
+    const auto want_j = leaves(tw::jacrev(f)(t)), want_h = leaves(tw::hessian(g)(t));
+    for (std::size_t k = 0; k < want_j.size(); ++k) {
+      require_close(row(Jr[k], b), want_j[k], 1e-14);
+      require_close(row(Jf[k], b), want_j[k], 1e-14);
+    }
+    for (std::size_t k = 0; k < want_h.size(); ++k) require_close(row(H[k], b), want_h[k], 1e-12);
+  }
+}
