@@ -91,16 +91,18 @@ auto map_in_dim(const D& d, const X& x, F&& f, Lift lift = {}) {
     return x;
   } else if constexpr (std::is_integral_v<D>) {
     return tree_map([&](const auto& leaf) { return f(static_cast<std::int64_t>(d), leaf); }, x);
-  } else if constexpr (is_member_dims_v<D> && !check_member_dims<D, X>()) {
-    return x;  // reported
   } else if constexpr (is_member_dims_v<D>) {
-    using T = typename struct_leaf<X>::type;
-    using U = decltype(map_in_dim(std::int64_t{0}, std::declval<const T&>(), f));
-    typename rebind_struct<X, U>::type r{};
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
-      ((member<K>(r) = member<K>(d).dim ? map_in_dim(*member<K>(d).dim, member<K>(x), f) : U(tree_map(lift, member<K>(x)))), ...);
-    }(std::make_index_sequence<struct_size_v<X>>{});
-    return r;
+    if constexpr (!check_member_dims<D, X>()) {
+      return x;  // reported
+    } else {
+      using T = typename struct_leaf<X>::type;
+      using U = decltype(map_in_dim(std::int64_t{0}, std::declval<const T&>(), f));
+      typename rebind_struct<X, U>::type r{};
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        ((member<K>(r) = member<K>(d).dim ? map_in_dim(*member<K>(d).dim, member<K>(x), f) : U(tree_map(lift, member<K>(x)))), ...);
+      }(std::make_index_sequence<struct_size_v<X>>{});
+      return r;
+    }
   } else {
     static_assert(std::tuple_size_v<D> == std::tuple_size_v<X>, "vmap: an in_dims entry does not match its argument's structure");
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
