@@ -7,6 +7,7 @@
 #include <array>
 #include <boost/hana/define_struct.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -303,4 +304,226 @@ TEST_CASE("jvp with has_aux, negative argnums, and hessian over two argnums as n
   std::function<value(value, value)> gr = [g](value a, value b) { return g(a, b); };
   const auto Hr = tw::hessian(gr, tw::argnums<0, 1>)(x, y);
   require_close(std::get<1>(std::get<0>(Hr)).to_tensor(), std::get<1>(std::get<0>(H)), 1e-12);
+}
+
+namespace {
+/// x with leaf j (in leaf order) replaced by t (a number leaf takes t's single element).
+template <class X>
+X with_leaf(const X& x, std::size_t j, const tensor<double>& t) {
+  std::size_t k = 0;
+  return tw::tree_map([&](const auto& leaf) -> std::remove_cvref_t<decltype(leaf)> {
+    const bool here = k++ == j;
+    if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(leaf)>>) return here ? t.item() : leaf;
+    else return here ? t : leaf;
+  }, x);
+}
+
+/// x's structure with leaves a and b (x has two leaves): f of it on the runtime path.
+template <class X, class A, class B>
+auto with_leaves(const X& x, const A& a, const B& b) {
+  std::size_t k = 0;
+  return tw::tree_map([&](const auto&) { return k++ == 0 ? a : b; }, x);
+}
+
+/// The checker for pytree arguments: f maps a pytree x of two leaves to a tensor. jacrev and
+/// jacfwd give x's structure of Jacobians (leaf out_shape + its shape), hessian of a scalar
+/// reduction of f the nested structure (H[i][j] = d/dx_j of d/dx_i), each against finite
+/// differences, and the runtime path with the leaves as two arguments (argnums<0, 1>) agrees.
+template <class F, class X>
+void check_pytree_argument(const std::string& what, F f, const X& x) {
+  INFO(what);
+  const auto xs = leaves(x);
+  REQUIRE(xs.size() == 2);
+  // d f / d leaf j by finite differences.
+  auto fd_leaf = [&x](auto fn, std::size_t j) {
+    return fd_jacobian([&](const tensor<double>& t) { return as_tensor(fn(with_leaf(x, j, t))); }, leaves(x)[j]);
+  };
+  const std::vector<tensor<double>> want{fd_leaf(f, 0), fd_leaf(f, 1)};
+  const auto Jr = tw::jacrev(f)(x);
+  const auto Jf = tw::jacfwd(f)(x);
+  STATIC_REQUIRE(tw::detail::same_structure<X, decltype(Jr)>());
+  STATIC_REQUIRE(tw::detail::same_structure<X, decltype(Jf)>());
+  require_leaves_close(leaves(Jr), want, 1e-6);
+  require_leaves_close(leaves(Jf), want, 1e-6);
+
+  // Hessians of a scalar of f: x's structure of x's structures.
+  auto g = [f](const auto& t) { return tw::sum(tw::sin(f(t))); };
+  const auto H = tw::hessian(g)(x);
+  STATIC_REQUIRE(tw::detail::same_structure<decltype(tw::tree_map([&](const auto&) { return x; }, x)), decltype(H)>());
+  const auto Hs = leaves(H);
+  REQUIRE(Hs.size() == 4);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 2; ++j) {
+      INFO("H[" << i << "][" << j << "]");
+      require_close(Hs[2 * i + j], fd_leaf([&](const X& t) { return leaves(tw::jacrev(g)(t))[i]; }, j), 1e-6);
+    }
+
+  // The runtime path has no pytree arguments: the leaves as two arguments give the same blocks.
+  std::function<value(value, value)> fr = [f, x](value a, value b) { return f(with_leaves(x, a, b)); };
+  std::function<value(value, value)> gr = [g, x](value a, value b) { return g(with_leaves(x, a, b)); };
+  auto call_leaves = [&](auto transform) {
+    std::vector<tensor<double>> r;
+    std::size_t k = 0;
+    std::array<value, 2> v;
+    tw::tree_for_each([&](const auto& leaf) { v[k++] = tw::runtime::detail::to_value(leaf); }, x);
+    tw::tree_for_each([&](const auto& leaf) { r.push_back(as_tensor(leaf)); }, transform(v[0], v[1]));
+    return r;
+  };
+  require_leaves_close(call_leaves([&](value a, value b) { return tw::jacrev(fr, tw::argnums<0, 1>)(a, b); }), want, 1e-6);
+  require_leaves_close(call_leaves([&](value a, value b) { return tw::jacfwd(fr, tw::argnums<0, 1>)(a, b); }), want, 1e-6);
+  require_leaves_close(call_leaves([&](value a, value b) { return tw::hessian(gr, tw::argnums<0, 1>)(a, b); }), Hs, 1e-10);
+}
+}  // namespace
+
+TEST_CASE("jacrev, jacfwd and hessian w.r.t. pytree arguments: Jacobians in the argument's structure (issue 32)") {
+  const tensor<double> a = sample({3}, -1, 1, 71), b = sample({2}, -1, 1, 72), c = sample({3}, -1, 1, 73), M = sample({2, 3}, -1, 1, 74);
+  check_pytree_argument("tuple", [](const auto& t) { return tw::sin(std::get<0>(t)) * tw::sum(std::get<1>(t) * std::get<1>(t)); },
+                        std::make_tuple(a, b));
+  check_pytree_argument("pair with a number", [](const auto& t) { return tw::exp(t.first * t.second) + t.second; }, std::make_pair(a, 0.7));
+  check_pytree_argument("vector", [](const auto& v) { return tw::sin(v[0]) * v[1] + v[0]; }, std::vector<tensor<double>>{a, c});
+  check_pytree_argument("array", [](const auto& v) { return tw::tanh(v[0] * v[1]); }, std::array<tensor<double>, 2>{a, c});
+  check_pytree_argument("Hana struct with a matrix", [](const auto& s) { return tw::sin(tw::matmul(s.a, s.b)); }, two<tensor<double>>{M, c});
+  check_pytree_argument("nested tuple", [](const auto& t) { return tw::sum(std::get<0>(std::get<1>(t)) * std::get<0>(t)) * std::get<0>(t); },
+                        std::make_tuple(a, std::make_tuple(c)));
+}
+
+namespace {
+/// One example of a leaf batched along d (none: the leaf itself).
+tensor<double> example(const tensor<double>& t, std::optional<std::int64_t> d, std::int64_t b) {
+  return d ? row(tw::movedim(t, *d, 0), b) : t;
+}
+}  // namespace
+
+TEST_CASE("vmap: nested out_dims (a pytree prefix of the output) and tw::none entries, both paths (issue 32)") {
+  const tensor<double> X = sample({4, 3}, -1, 1, 81), w = sample({3}, -1, 1, 82);
+  auto f = [](const auto& x, const auto& v) { return std::make_tuple(tw::sin(x) * v, std::make_tuple(tw::exp(x), v * 3.0), x * 2.0); };
+  std::function<std::tuple<value, std::tuple<value, value>, value>(value, value)> fr = [f](value x, value v) { return f(x, v); };
+  // Per output leaf: its out dim (none: not batched) and its value per example.
+  const std::vector<std::optional<std::int64_t>> dims{1, 0, std::nullopt, -1};
+  auto check = [&](const std::string& what, const auto& r) {
+    INFO(what);
+    const auto got = leaves(r);
+    REQUIRE(got.size() == 4);
+    for (std::int64_t b = 0; b < 4; ++b) {
+      const auto want = leaves(f(row(X, b), w));
+      for (std::size_t k = 0; k < 4; ++k) {
+        INFO("leaf " << k << ", example " << b);
+        require_close(example(got[k], dims[k], b), want[k], 1e-14);
+      }
+    }
+  };
+  const auto in = tw::in_dims(0, tw::none);
+  const auto out = tw::out_dims(1, std::tuple{0, tw::none}, -1);
+  check("static", tw::vmap(f, in, out)(X, w));
+  check("static, chunked", tw::vmap(f, in, out, tw::chunk_size(3))(X, w));
+  check("runtime", tw::vmap(fr, in, out)(X, w));
+  check("runtime, chunked", tw::vmap(fr, in, out, tw::chunk_size(3))(X, w));
+  // The whole prefix as one entry.
+  check("one tuple entry", tw::vmap(f, in, tw::out_dims(std::tuple{1, std::tuple{0, tw::none}, -1}))(X, w));
+  // The containers keep their kind: a pair and an array come back as a pair and an array.
+  auto g = [](const auto& x) { return std::make_pair(x * 2.0, std::array{tw::sin(x), tw::cos(x)}); };
+  const auto pa = tw::vmap(g, tw::out_dims(0, std::tuple{1, 0}))(X);
+  STATIC_REQUIRE(std::is_same_v<decltype(pa), const std::pair<tensor<double>, std::array<tensor<double>, 2>>>);
+  require_close(pa.second[0], tw::movedim(tw::sin(X), 0, 1), 1e-14);
+  require_close(pa.second[1], tw::cos(X), 1e-14);
+  // tw::none for an output that depends on the batch raises, as in torch.func.
+  const auto bad = tw::out_dims(tw::none, std::tuple{0, tw::none}, 0);
+  REQUIRE_THROWS_WITH(tw::vmap(f, in, bad)(X, w), Catch::Contains("out_dims is tw::none for an output (shape [3] per example) that depends on the batch"));
+  REQUIRE_THROWS_WITH(tw::vmap(fr, in, bad)(X, w), Catch::Contains("out_dims is tw::none for an output (shape [3] per example) that depends on the batch"));
+}
+
+TEST_CASE("vmap: per-member in_dims for a Hana struct argument (issue 32)") {
+  const tensor<double> A = sample({4, 3}, -1, 1, 91), At = tw::movedim(A, 0, 1), c = sample({3}, -1, 1, 92), x = sample({3}, -1, 1, 93);
+  auto f = [](const auto& p, const auto& v) { return tw::sin(p.a) * p.b + v; };
+  auto check = [&](const std::string& what, two<tw::member_dim> d, const two<tensor<double>>& p, const auto& r) {
+    INFO(what);
+    for (std::int64_t b = 0; b < 4; ++b) {
+      const two<tensor<double>> pb{example(p.a, d.a.dim, b), example(p.b, d.b.dim, b)};
+      require_close(row(r, b), f(pb, x), 1e-14);
+    }
+  };
+  const two<tw::member_dim> d0{0, tw::none}, d1{tw::none, 1}, d2{1, 0};
+  const two<tensor<double>> p0{A, c}, p1{c, At}, p2{At, A};
+  check("a batched, b not", d0, p0, tw::vmap(f, tw::in_dims(d0, tw::none))(p0, x));
+  check("a not, b along 1", d1, p1, tw::vmap(f, tw::in_dims(d1, tw::none))(p1, x));
+  check("both, different dims", d2, p2, tw::vmap(f, tw::in_dims(d2, tw::none))(p2, x));
+  check("chunked", d0, p0, tw::vmap(f, tw::in_dims(d0, tw::none), tw::chunk_size(3))(p0, x));
+  // Under grad: per-example gradients w.r.t. a struct with one batched member.
+  auto loss = [](const auto& p, const auto& v) { return tw::sum(tw::sin(p.a) * p.b * v); };
+  const auto G = tw::vmap(tw::grad(loss), tw::in_dims(d0, tw::none))(p0, x);
+  for (std::int64_t b = 0; b < 4; ++b) {
+    const auto gb = tw::grad(loss)(two<tensor<double>>{row(A, b), c}, x);
+    require_close(row(G.a, b), gb.a, 1e-14);
+    require_close(row(G.b, b), gb.b, 1e-14);
+  }
+  // Every member tw::none and no other batched argument: no batch to map over.
+  const two<tw::member_dim> none_all{tw::none, tw::none};
+  REQUIRE_THROWS_AS(tw::vmap(f, tw::in_dims(none_all, tw::none))(p0, x), tw::error);
+}
+
+TEST_CASE("vjp and jvp of an f with no output to differentiate raise, both paths (issue 32)") {
+  // An empty std::vector shows only at run time (an int or an empty tuple is a compile error:
+  // tests/compile_fail/vjp_result_*.cpp, jvp_result_*.cpp).
+  const tensor<double> x = sample({3}, -1, 1, 101);
+  auto f = [](const auto& t) { return std::vector<decltype(t * 1.0)>{}; };
+  std::function<std::vector<value>(value)> fr = [](value) { return std::vector<value>{}; };
+  auto with_aux = [](const auto& t) { return std::make_pair(std::vector<decltype(t * 1.0)>{}, t); };
+  const auto msg = Catch::Contains("f returned no output to differentiate");
+  REQUIRE_THROWS_WITH(tw::vjp(f, x), msg);
+  REQUIRE_THROWS_WITH(tw::vjp(fr, x), msg);
+  REQUIRE_THROWS_WITH(tw::vjp(with_aux, x, tw::has_aux), msg);
+  REQUIRE_THROWS_WITH(tw::jvp(f, std::tuple{x}, std::tuple{x}), msg);
+  REQUIRE_THROWS_WITH(tw::jvp(fr, std::tuple{x}, std::tuple{x}), msg);
+  REQUIRE_THROWS_WITH(tw::jvp(with_aux, std::tuple{x}, std::tuple{x}, tw::has_aux), msg);
+  // A non-empty vector is differentiated.
+  auto g = [](const auto& t) { return std::vector<decltype(t * 1.0)>{t * 2.0}; };
+  require_close(std::get<0>(tw::vjp(g, x).second(std::vector<tensor<double>>{x})), x * 2.0, 1e-14);
+}
+
+TEST_CASE("jacrev and jacfwd with argnums<0, 1>, and with a pytree argument beside a tensor (issue 32)") {
+  const tensor<double> x = sample({3}, -1, 1, 111), y = sample({2}, -1, 1, 112), z = sample({2}, -1, 1, 113);
+  auto f = [](const auto& a, const auto& b) { return tw::sin(a) * tw::sum(b * b); };
+  const std::vector<tensor<double>> want{fd_jacobian([&](const tensor<double>& t) { return f(t, y); }, x),
+                                         fd_jacobian([&](const tensor<double>& t) { return f(x, t); }, y)};
+  require_leaves_close(leaves(tw::jacrev(f, tw::argnums<0, 1>)(x, y)), want, 1e-6);
+  require_leaves_close(leaves(tw::jacfwd(f, tw::argnums<0, 1>)(x, y)), want, 1e-6);
+  // A pytree argument and a tensor: (pytree of Jacobians, Jacobian).
+  auto g = [](const auto& t, const auto& c) { return tw::sin(std::get<0>(t)) * tw::sum(std::get<1>(t) * c); };
+  const auto t = std::make_tuple(x, y);
+  const std::vector<tensor<double>> want_g{fd_jacobian([&](const tensor<double>& u) { return g(std::make_tuple(u, y), z); }, x),
+                                           fd_jacobian([&](const tensor<double>& u) { return g(std::make_tuple(x, u), z); }, y),
+                                           fd_jacobian([&](const tensor<double>& u) { return g(t, u); }, z)};
+  require_leaves_close(leaves(tw::jacrev(g, tw::argnums<0, 1>)(t, z)), want_g, 1e-6);
+  require_leaves_close(leaves(tw::jacfwd(g, tw::argnums<0, 1>)(t, z)), want_g, 1e-6);
+  // hessian over both: ((H_tt, H_tc), (H_ct, H_cc)), H_tt itself t's structure of t's structures.
+  auto s = [g](const auto& u, const auto& c) { return tw::sum(tw::sin(g(u, c))); };
+  const auto H = tw::hessian(s, tw::argnums<0, 1>)(t, z);
+  const auto Hs = leaves(H);
+  REQUIRE(Hs.size() == 9);  // 2x2 + 2 + 2 + 1
+  // H_cc against finite differences of the gradient in c; H_ct[1] (d/dy of grad_c) likewise.
+  require_close(std::get<1>(std::get<1>(H)), fd_jacobian([&](const tensor<double>& u) { return tw::grad(s, tw::argnums<1>)(t, u); }, z), 1e-6);
+  require_close(std::get<1>(std::get<0>(std::get<1>(H))),
+                fd_jacobian([&](const tensor<double>& u) { return tw::grad(s, tw::argnums<1>)(std::make_tuple(x, u), z); }, y), 1e-6);
+  require_close(std::get<0>(std::get<0>(std::get<0>(std::get<0>(H)))),
+                fd_jacobian([&](const tensor<double>& u) { return std::get<0>(tw::grad(s)(std::make_tuple(u, y), z)); }, x), 1e-6);
+}
+
+TEST_CASE("vmap of jacrev, jacfwd and hessian w.r.t. a pytree argument equals a loop (issue 32)") {
+  const tensor<double> X = sample({4, 3}, -1, 1, 121), Y = sample({4, 2}, -1, 1, 122);
+  auto f = [](const auto& t) { return tw::sin(std::get<0>(t)) * tw::sum(std::get<1>(t) * std::get<1>(t)); };
+  auto g = [f](const auto& t) { return tw::sum(tw::tanh(f(t))); };
+  const auto batch = std::make_tuple(X, Y);
+  const auto Jr = leaves(tw::vmap(tw::jacrev(f))(batch));
+  const auto Jf = leaves(tw::vmap(tw::jacfwd(f))(batch));
+  const auto H = leaves(tw::vmap(tw::hessian(g))(batch));
+  for (std::int64_t b = 0; b < 4; ++b) {
+    INFO("example " << b);
+    const auto t = std::make_tuple(row(X, b), row(Y, b));
+    const auto want_j = leaves(tw::jacrev(f)(t)), want_h = leaves(tw::hessian(g)(t));
+    for (std::size_t k = 0; k < want_j.size(); ++k) {
+      require_close(row(Jr[k], b), want_j[k], 1e-14);
+      require_close(row(Jf[k], b), want_j[k], 1e-14);
+    }
+    for (std::size_t k = 0; k < want_h.size(); ++k) require_close(row(H[k], b), want_h[k], 1e-12);
+  }
 }

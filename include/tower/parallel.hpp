@@ -178,13 +178,8 @@ void write_output(const L& part_leaf, const tensor<T>& whole, std::int64_t start
 /// tuple output, as vmap's unbatching does); the results in r's structure.
 template <class OutDims, class R, class Fn>
 auto map_outputs(const R& r, const OutDims& out, Fn&& fn) {
-  if constexpr (requires { std::tuple_size<R>::value; }) {
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return std::make_tuple(tree_map([&](const auto& leaf) { return fn(leaf, out_dim_at<OutDims, K>(out)); }, std::get<K>(r))...);
-    }(std::make_index_sequence<std::tuple_size_v<R>>{});
-  } else {
-    return tree_map([&](const auto& leaf) { return fn(leaf, out_dim_at<OutDims, 0>(out)); }, r);
-  }
+  static_assert(is_flat_out_dims_v<OutDims>, "vmap: tw::parallel needs out_dims of ints (no tw::none or nested entries)");
+  return map_out_dim(out_prefix(out), r, [&](std::int64_t d, const auto& leaf) { return fn(leaf, d); });
 }
 
 /// For one grain: the interpreter stack hidden and the caller's grad mode, both restored on

@@ -204,11 +204,59 @@ decltype(auto) for_function(const X& x) {
   else return (x);
 }
 
+/// The Jacobian j ([n_out] + x's shape, per leaf) as out_shape + x's shape; for a pytree
+/// argument x, j has x's structure (grad's gradient) and each leaf is reshaped.
 template <class J, class X>
 auto reshape_jacobian(const J& j, const shape_t& out_shape, const X& x) {
-  shape_t s = out_shape, in = shape(x);
-  s.insert(s.end(), in.begin(), in.end());
-  return reshape(j, s);
+  if constexpr (!is_leaf_v<X>) {
+    return tree_zip([&](const auto& jl, const auto& xl) { return reshape_jacobian(jl, out_shape, xl); }, j, x);
+  } else {
+    shape_t s = out_shape, in = shape(x);
+    s.insert(s.end(), in.begin(), in.end());
+    return reshape(j, s);
+  }
+}
+
+/// The number of elements of all leaves of a pytree x.
+template <class X>
+std::int64_t tree_numel(const X& x) {
+  std::int64_t n = 0;
+  tree_for_each([&](const auto& leaf) { n += numel_of(shape(leaf)); }, x);
+  return n;
+}
+
+/// jacfwd's tangents for a pytree argument x of n = tree_numel(x) elements: x's structure, leaf
+/// [n] + its shape, together the rows of the identity (leaf j holds the columns of its elements).
+/// vmap over all of them pushes every direction of every leaf in one pass.
+template <class T, class X>
+auto pytree_basis(const X& x) {
+  const std::int64_t n = tree_numel(x);
+  const tensor<T> eye = identity_basis<T>(n, {n});
+  std::int64_t offset = 0;  // tree_map visits the leaves in order
+  return tree_map([&](const auto& leaf) {
+    const shape_t s = shape(leaf);
+    const std::int64_t k = numel_of(s);
+    shape_t rows = s;
+    rows.insert(rows.begin(), n);
+    tensor<T> b = reshape(narrow(eye, 1, offset, k), rows);
+    offset += k;
+    return b;
+  }, x);
+}
+
+/// jacfwd's columns cols ([n] + out_shape, for pytree_basis(x)) as x's structure of Jacobians,
+/// leaf out_shape + its shape.
+template <class C, class X>
+auto pytree_columns(const C& cols, const X& x) {
+  const shape_t cs = shape(cols);
+  const shape_t os(cs.begin() + 1, cs.end());
+  std::int64_t offset = 0;
+  return tree_map([&](const auto& leaf) {
+    const std::int64_t k = numel_of(shape(leaf));
+    auto j = reshape_jacobian(movedim(narrow(cols, 0, offset, k), 0, -1), os, leaf);
+    offset += k;
+    return j;
+  }, x);
 }
 
 }  // namespace detail
@@ -352,6 +400,8 @@ auto vjp_impl(F f, const P&... primals) {
     return diagnostics::failed{};
   } else {
     auto full = f(for_function<F>(primals)...);
+    if constexpr (HasAux) require_some_output("vjp", std::get<0>(full));
+    else require_some_output("vjp", full);
     using G = std::conditional_t<HasAux, first_result<F>, F>;
     using Out = std::remove_cvref_t<decltype(std::declval<const G&>()(for_function<F>(primals)...))>;
     auto vjp_fn = [g = G{std::move(f)}, xs = std::make_tuple(for_function<F>(primals)...)](const auto& ct) {
@@ -616,7 +666,7 @@ struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_tran
         }(std::make_index_sequence<sizeof...(I)>{});
       }
     };
-    if constexpr (sizeof...(I) == 1) {
+    if constexpr (sizeof...(I) == 1 && (is_leaf_v<std::tuple_element_t<static_cast<std::size_t>(I), std::tuple<A...>>> && ...)) {
       // A rank-0 output that is not a number type (a scalar tensor, or a number wrapped by
       // enclosing transforms, as in hessian = jacfwd(jacrev(f))): jacrev is grad, without a
       // vmap over a basis of one cotangent (28% of vmap(hessian) on R^8).
@@ -655,21 +705,28 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
       return [&]<std::size_t... J>(std::index_sequence<J...>) {
         return std::make_tuple([&] {
           if constexpr (J == static_cast<std::size_t>(K)) return v;
-          else return zeros_like(std::get<J>(xs));
+          else return tree_map([](const auto& leaf) { return zeros_like(leaf); }, std::get<J>(xs));
         }()...);
       }(std::index_sequence_for<A...>{});
     };
-    if constexpr (is_scalar_type_v<std::remove_cvref_t<decltype(xk)>>) {
+    auto pushed = [f = f, &tangents_for](const auto& v, const auto&... x) {
+      auto xs = std::make_tuple(x...);
+      return detail::jvp_at<Floor>(f, xs, tangents_for(v, xs)).second;
+    };
+    using Xk = std::remove_cvref_t<decltype(xk)>;
+    if constexpr (!is_leaf_v<Xk>) {
+      // A pytree argument: a Jacobian per leaf, in its structure, from one vmap over the
+      // directions of all its leaves.
+      using T = scalar_type_t<std::tuple_element_t<0, typename detail::leaf_types<Xk>::type>>;
+      return detail::pytree_columns(
+          detail::vmap_at<Floor>(pushed, detail::batch_first_only<sizeof...(A)>())(detail::pytree_basis<T>(xk), a...), xk);
+    } else if constexpr (is_scalar_type_v<Xk>) {
       using S = scalar_type_t<std::remove_cvref_t<decltype(xk)>>;  // float with a float argument
       return detail::jvp_at<Floor>(f, std::make_tuple(a...), tangents_for(S(1), std::make_tuple(a...))).second;
     } else {
       const shape_t is = shape(xk);
       const std::int64_t n = numel_of(is);
       const auto basis = detail::identity_basis<double>(n, is);
-      auto pushed = [f = f, &tangents_for](const auto& v, const auto&... x) {
-        auto xs = std::make_tuple(x...);
-        return detail::jvp_at<Floor>(f, xs, tangents_for(v, xs)).second;
-      };
       // Batch last needs plain values around it: under an enclosing transform's wrappers every
       // op would move it first again (a transpose each).
       if constexpr (is_runtime_function_v<F> || !(kernels::is_plain_v<A> && ...)) {

@@ -96,6 +96,15 @@ auto jvp_at(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>&
 }  // namespace detail
 
 namespace detail {
+/// f's output has a leaf to differentiate (a std::vector's length shows only at run time), as
+/// torch.func's vjp and jvp require.
+template <class Y>
+void require_some_output(const char* who, const Y& y) {
+  std::size_t n = 0;
+  tree_for_each([&](const auto&) { ++n; }, y);
+  if (n == 0) throw error(std::string(who) + ": f returned no output to differentiate (an empty std::vector)");
+}
+
 /// jvp's check of f's output (a pytree of differentiable values with a leaf), when f takes the
 /// primals as given (else its call reports).
 template <bool HasAux, class F, class... P>
@@ -118,8 +127,13 @@ constexpr auto check_jvp_output() {
 /// f may return any pytree of tensors and floating-point numbers.
 template <class F, class... P, class... T>
 auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
-  if constexpr (!decltype(detail::check_jvp_output<false, F, P...>())::value) return diagnostics::failed{};
-  else return detail::jvp_at<0>(f, primals, tangents);
+  if constexpr (!decltype(detail::check_jvp_output<false, F, P...>())::value) {
+    return diagnostics::failed{};
+  } else {
+    auto r = detail::jvp_at<0>(f, primals, tangents);
+    detail::require_some_output("jvp", r.first);
+    return r;
+  }
 }
 
 /// jvp(f, primals, tangents, tw::has_aux): f returns (output, aux) -> (output, output tangent, aux).
@@ -130,6 +144,7 @@ auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& ta
   } else {
     // aux rides along as a second output; its tangent is dropped.
     auto [out, tangent] = detail::jvp_at<0>(f, primals, tangents);
+    detail::require_some_output("jvp", std::get<0>(out));
     return std::make_tuple(std::get<0>(std::move(out)), std::get<0>(std::move(tangent)), std::get<1>(std::move(out)));
   }
 }

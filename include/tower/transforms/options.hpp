@@ -4,6 +4,7 @@
 //   tw::vmap(f, tw::in_dims(tw::none, 0, -1), tw::out_dims(0));
 //   tw::grad(f, tw::argnums<0, 2>, tw::has_aux);
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -37,20 +38,37 @@ template <class D> struct is_fixed_rows : std::false_type {};
 template <int N> struct is_fixed_rows<fixed_rows_t<N>> : std::true_type {};
 template <class D> inline constexpr bool is_fixed_rows_v = is_fixed_rows<std::remove_cvref_t<D>>::value;
 
+/// An in_dims entry for one member of a Hana struct argument: an int or tw::none. in_dims takes
+/// a struct of the argument's template over member_dim (torch.func: a dict of in_dims for a dict
+/// argument); members given tw::none are the same for every example.
+///
+///   tw::vmap(loss, tw::in_dims(params<tw::member_dim>{0, tw::none}, 0))(P, X);
+struct member_dim {
+  std::optional<std::int64_t> dim = 0;  // a member left out batches along 0, as in_dims' default
+  constexpr member_dim() = default;
+  constexpr member_dim(std::int64_t d) : dim(d) {}
+  constexpr member_dim(none_t) : dim(std::nullopt) {}
+};
+
 namespace detail {
+/// A struct template instance over member_dim (an in_dims entry for a Hana struct argument).
+template <class D> inline constexpr bool is_member_dims_v = false;
+template <template <class> class S> inline constexpr bool is_member_dims_v<S<member_dim>> = true;
+
 template <class D> using dim_entry_t = std::conditional_t<std::is_same_v<D, none_t> || is_fixed_rows_v<D>, D, std::int64_t>;
 
 /// An in_dims entry: an int, tw::none, or (for a tuple-like argument) a std::tuple of entries.
 template <class D> struct in_dim_entry { using type = dim_entry_t<D>; };
+template <template <class> class S> struct in_dim_entry<S<member_dim>> { using type = S<member_dim>; };
 template <class... D> struct in_dim_entry<std::tuple<D...>> { using type = std::tuple<typename in_dim_entry<D>::type...>; };
 template <class D> using in_dim_entry_t = typename in_dim_entry<D>::type;
 
-template <class D> inline constexpr bool is_in_dim_entry_v = std::is_integral_v<D> || std::is_same_v<D, none_t> || is_fixed_rows_v<D>;
+template <class D> inline constexpr bool is_in_dim_entry_v = std::is_integral_v<D> || std::is_same_v<D, none_t> || is_fixed_rows_v<D> || is_member_dims_v<D>;
 template <class... D> inline constexpr bool is_in_dim_entry_v<std::tuple<D...>> = (is_in_dim_entry_v<D> && ...);
 
 template <class D>
 auto to_in_dim_entry(const D& d) {
-  if constexpr (std::is_same_v<D, none_t> || is_fixed_rows_v<D>) return d;
+  if constexpr (std::is_same_v<D, none_t> || is_fixed_rows_v<D> || is_member_dims_v<D>) return d;
   else if constexpr (std::is_integral_v<D>) return static_cast<std::int64_t>(d);
   else return std::apply([](const auto&... e) { return std::make_tuple(to_in_dim_entry(e)...); }, d);
 }
@@ -78,16 +96,26 @@ template <class InDims> inline constexpr bool is_single_int_in_dims_v = false;
 template <> inline constexpr bool is_single_int_in_dims_v<in_dims_t<std::int64_t>> = true;
 }  // namespace detail
 
-/// Per-output dims where vmap puts the batch.
+/// Per-output dims where vmap puts the batch: one entry per element of a tuple-like result (or a
+/// single entry for the whole result). An entry is an int, tw::none (the output does not depend
+/// on the batch and comes back as it is) or a std::tuple of entries for a tuple-like output
+/// (nested: out_dims as a pytree prefix of the result, as in torch.func).
 template <class... D>
 struct out_dims_t {
   std::tuple<D...> dims;
 };
+namespace detail {
+template <class D> inline constexpr bool is_out_dim_entry_v = std::is_integral_v<D> || std::is_same_v<D, none_t>;
+template <class... D> inline constexpr bool is_out_dim_entry_v<std::tuple<D...>> = (is_out_dim_entry_v<D> && ...);
+/// Whether every out_dims entry is an int (vmap's fused forms take only those).
+template <class OutDims> inline constexpr bool is_flat_out_dims_v = false;
+template <class... D> inline constexpr bool is_flat_out_dims_v<out_dims_t<D...>> = (std::is_integral_v<D> && ...);
+}  // namespace detail
 /// out_dims(d...): one dim per output of f, where the batch goes (`tw::out_dims(0, -1)`).
 template <class... D>
-  requires(std::is_integral_v<D> && ...)
+  requires(detail::is_out_dim_entry_v<D> && ...)
 constexpr auto out_dims(D... d) {
-  return out_dims_t<detail::dim_entry_t<D>...>{{detail::dim_entry_t<D>(d)...}};
+  return out_dims_t<detail::in_dim_entry_t<D>...>{{detail::to_in_dim_entry(d)...}};
 }
 
 /// vmap(f, 1): the same batch dim for every argument.

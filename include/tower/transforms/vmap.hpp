@@ -11,6 +11,7 @@
 // An output that does not depend on the batch is broadcast along it, as in functorch.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 #include <string>
 #include <tuple>
@@ -51,6 +52,18 @@ std::int64_t out_dim_at(const OutDims& out) {
   else return std::get<N>(out.dims);
 }
 
+/// A struct of member_dim entries (D) needs an argument of the same struct template (X).
+template <class D, class X>
+constexpr bool check_member_dims() {
+  constexpr bool same_template = [] {
+    if constexpr (!is_hana_struct_v<X>) return false;
+    else if constexpr (!requires { typename rebind_struct<X, member_dim>::type; }) return false;
+    else return std::is_same_v<typename rebind_struct<X, member_dim>::type, D>;
+  }();
+  static_assert(same_template, "vmap: an in_dims entry that is a struct of tw::member_dim needs an argument of the same struct template");
+  return same_template;
+}
+
 /// Calls f(dim, leaf) for each leaf of x that an in_dims entry batches (an int applies to every
 /// leaf below it, tw::none to none, a tuple entry pairs with the argument's elements).
 template <class D, class X, class F>
@@ -58,6 +71,12 @@ void for_each_in_dim(const D& d, const X& x, F&& f) {
   if constexpr (std::is_same_v<D, none_t>) {
   } else if constexpr (std::is_integral_v<D>) {
     tree_for_each([&](const auto& leaf) { f(static_cast<std::int64_t>(d), leaf); }, x);
+  } else if constexpr (is_member_dims_v<D>) {
+    if constexpr (check_member_dims<D, X>()) {
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        ((member<K>(d).dim ? for_each_in_dim(*member<K>(d).dim, member<K>(x), f) : void()), ...);
+      }(std::make_index_sequence<struct_size_v<X>>{});
+    }
   } else {
     static_assert(std::tuple_size_v<D> == std::tuple_size_v<X>, "vmap: an in_dims entry does not match its argument's structure");
     [&]<std::size_t... K>(std::index_sequence<K...>) { (for_each_in_dim(std::get<K>(d), std::get<K>(x), f), ...); }(
@@ -65,19 +84,33 @@ void for_each_in_dim(const D& d, const X& x, F&& f) {
   }
 }
 
-/// x with every leaf batched by the in_dims entry d replaced by f(dim, leaf).
-template <class D, class X, class F>
-auto map_in_dim(const D& d, const X& x, F&& f) {
+/// x with every leaf batched by the in_dims entry d replaced by f(dim, leaf). A member of a struct
+/// entry given tw::none is lift(leaf) instead: a struct's members have one type.
+template <class D, class X, class F, class Lift = std::identity>
+auto map_in_dim(const D& d, const X& x, F&& f, Lift lift = {}) {
   if constexpr (std::is_same_v<D, none_t>) {
     return x;
   } else if constexpr (std::is_integral_v<D>) {
     return tree_map([&](const auto& leaf) { return f(static_cast<std::int64_t>(d), leaf); }, x);
+  } else if constexpr (is_member_dims_v<D>) {
+    if constexpr (!check_member_dims<D, X>()) {
+      return x;  // reported
+    } else {
+      using T = typename struct_leaf<X>::type;
+      using U = decltype(map_in_dim(std::int64_t{0}, std::declval<const T&>(), f));
+      typename rebind_struct<X, U>::type r{};
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        ((member<K>(r) = member<K>(d).dim ? map_in_dim(*member<K>(d).dim, member<K>(x), f) : U(tree_map(lift, member<K>(x)))), ...);
+      }(std::make_index_sequence<struct_size_v<X>>{});
+      return r;
+    }
   } else {
     static_assert(std::tuple_size_v<D> == std::tuple_size_v<X>, "vmap: an in_dims entry does not match its argument's structure");
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      if constexpr (requires { x.first; }) return std::make_pair(map_in_dim(std::get<0>(d), x.first, f), map_in_dim(std::get<1>(d), x.second, f));
-      else if constexpr (requires { std::get<0>(x); x[0]; }) return std::array{map_in_dim(std::get<K>(d), x[K], f)...};
-      else return std::make_tuple(map_in_dim(std::get<K>(d), std::get<K>(x), f)...);
+      if constexpr (requires { x.first; })
+        return std::make_pair(map_in_dim(std::get<0>(d), x.first, f, lift), map_in_dim(std::get<1>(d), x.second, f, lift));
+      else if constexpr (requires { std::get<0>(x); x[0]; }) return std::array{map_in_dim(std::get<K>(d), x[K], f, lift)...};
+      else return std::make_tuple(map_in_dim(std::get<K>(d), std::get<K>(x), f, lift)...);
     }(std::make_index_sequence<std::tuple_size_v<D>>{});
   }
 }
@@ -145,6 +178,73 @@ auto unbatch(const R& r, std::int64_t out_dim, std::int64_t bs, std::uint64_t se
   }
 }
 
+/// out_dims as a pytree prefix of f's result: 0 for everything when empty, the single entry for
+/// the whole result, else the tuple of entries (one per element of a tuple-like result).
+template <class... D>
+auto out_prefix(const out_dims_t<D...>& out) {
+  if constexpr (sizeof...(D) == 0) return std::int64_t{0};
+  else if constexpr (sizeof...(D) == 1) return std::get<0>(out.dims);
+  else return out.dims;
+}
+
+/// r with each leaf replaced by f(entry, leaf), the entry (an int or tw::none) the prefix p
+/// gives it; a std::tuple entry pairs with the elements of a tuple, pair or array (which keep
+/// their kind).
+template <class P, class R, class F>
+auto map_out_dim(const P& p, const R& r, F&& f) {
+  using D = std::remove_cvref_t<R>;
+  if constexpr (std::is_integral_v<P> || std::is_same_v<P, none_t>) {
+    return tree_map([&](const auto& leaf) { return f(p, leaf); }, r);
+  } else {
+    static_assert(is_tuple_like<D>::value || is_std_array<D>::value,
+                  "vmap: a std::tuple entry of out_dims needs a std::tuple, std::pair or std::array output at its place");
+    if constexpr (is_tuple_like<D>::value || is_std_array<D>::value) {
+      static_assert(std::tuple_size_v<P> == std::tuple_size_v<D>,
+                    "vmap: a std::tuple entry of out_dims must have one entry per element of the output at its place");
+      return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        if constexpr (requires { r.first; }) return std::make_pair(map_out_dim(std::get<0>(p), r.first, f), map_out_dim(std::get<1>(p), r.second, f));
+        else if constexpr (is_std_array<D>::value) return std::array{map_out_dim(std::get<K>(p), r[K], f)...};
+        else return std::make_tuple(map_out_dim(std::get<K>(p), std::get<K>(r), f)...);
+      }(std::make_index_sequence<std::tuple_size_v<D>>{});
+    }
+  }
+}
+
+/// The outputs of every chunk joined along their out dims (p, as for map_out_dim); an output
+/// with entry tw::none does not depend on the batch: the first chunk's.
+template <class T, class Pf, class P, class Get>
+T cat_out_chunks(const std::vector<P>& parts, Get get, const Pf& p) {
+  if constexpr (std::is_same_v<Pf, none_t>) {
+    return get(parts.front());
+  } else if constexpr (std::is_integral_v<Pf>) {
+    return cat_chunks<T>(parts, get, p);
+  } else {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return T{cat_out_chunks<std::tuple_element_t<K, T>>(parts, [&](const P& q) -> const auto& { return std::get<K>(get(q)); }, std::get<K>(p))...};
+    }(std::make_index_sequence<std::tuple_size_v<T>>{});
+  }
+}
+
+[[noreturn]] inline void batched_none_output(const shape_t& s) {
+  throw error("vmap: out_dims is tw::none for an output (shape " + shape_str(s) +
+              " per example) that depends on the batch; give it a batch dim in out_dims");
+}
+
+/// An output whose out_dims entry is tw::none: it must not depend on the batch (functorch
+/// raises too), and comes back as f returned it.
+template <int L, class R>
+auto none_output(const R& r, std::uint64_t serial) {
+  if constexpr (is_dyn_v<R>) {
+    if (r.level() == L && r.get().serial == serial) batched_none_output(r.shape());
+    return r;
+  } else if constexpr (is_batched_at_v<R, L>) {
+    batched_none_output(shape(r));
+    return r.value;
+  } else {
+    return r;
+  }
+}
+
 }  // namespace detail
 
 template <class F, class InDims, class OutDims, class Strategy = strategy::automatic_t, int Floor = 0>
@@ -170,7 +270,8 @@ struct vmap_transform {
     } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
     } else if constexpr (std::is_same_v<Strategy, strategy::fused_t> || std::is_same_v<Strategy, strategy::packets_t>) {
-      static_assert(fused_applies<A...>(), "vmap: strategy::fused and ::packets need plain arguments and in_dims of ints or tw::none");
+      static_assert(fused_applies<A...>() && detail::is_flat_out_dims_v<OutDims>,
+                    "vmap: strategy::fused and ::packets need plain arguments, in_dims of ints or tw::none and out_dims of ints");
       // randomness=same or different: batching rules, which draw once for all examples or one
       // example at a time (the per-example loops do not restore the generator per example).
       using Batched = vmap_transform<F, InDims, OutDims, strategy::batched_t, Floor>;
@@ -187,7 +288,7 @@ struct vmap_transform {
       auto batched_run = [&] {
         return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
       };
-      if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && fused_applies<A...>() &&
+      if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && fused_applies<A...>() && detail::is_flat_out_dims_v<OutDims> &&
                     detail::fused::plain_result_v<decltype(batched_run())>) {
         // (The per-example rows do not restore the generator per example: randomness=error only.
         // Packets do per packet: randomness=same too.)
@@ -220,7 +321,7 @@ struct vmap_transform {
   auto run_fixed(const A&... a) const {
     namespace ff = detail::fused_fixed;
     constexpr bool loop = !std::is_same_v<Strategy, strategy::batched_t> && !std::is_same_v<Strategy, strategy::packets_t> &&
-                          ff::applies<F, InDims, A...>();
+                          detail::is_flat_out_dims_v<OutDims> && ff::applies<F, InDims, A...>();
     // When the loop applies but declines at run time (chunk_size, randomness, no examples),
     // automatic's other forms decline for the same reasons: batching rules run, and with
     // in_dims for "0 everywhere" this is the instantiation vmap(f, strategy::batched) makes, not
@@ -287,11 +388,38 @@ struct vmap_transform {
          else return d;
        }()), ...);
     }(std::index_sequence_for<A...>{});
-    shape_t outs;
-    std::apply([&](auto... o) { (outs.push_back(o), ...); }, out.dims);
-    auto call = [&](const std::array<dyn::value, N>& w) { return std::apply(f, w); };
-    return dyn::run_vmap(call, dims, outs, std::array<dyn::value, N>{runtime::detail::to_value(a)...}, opts.randomness,
-                         opts.chunk_size > 0 ? opts.chunk_size : runtime_packet(a...), runtime_fuses(a...));
+    const std::array<dyn::value, N> args{runtime::detail::to_value(a)...};
+    if constexpr (!detail::is_flat_out_dims_v<OutDims>) {
+      // Nested or tw::none entries: every output batched at 0, then each leaf placed by its
+      // entry. A tw::none output is checked where f returns it (batched by this vmap: an error)
+      // and kept as f returned it.
+      std::vector<dyn::value> kept;
+      auto call = [&](const std::array<dyn::value, N>& w) {
+        auto r = std::apply(f, w);
+        const interpreter_entry& e = retrieve_current_interpreter();
+        kept.clear();
+        (void)detail::map_out_dim(detail::out_prefix(out), r, [&](auto d, const dyn::value& v) {
+          if constexpr (std::is_same_v<decltype(d), none_t>) {
+            if (v.level() == e.level && v.get().serial == e.serial) detail::batched_none_output(v.shape());
+            kept.push_back(v);
+          }
+          return 0;
+        });
+        return r;
+      };
+      const auto all = dyn::run_vmap(call, dims, shape_t{0}, args, opts.randomness, opts.chunk_size, false);
+      std::size_t k = 0;
+      return detail::map_out_dim(detail::out_prefix(out), all, [&](auto d, const dyn::value& v) {
+        if constexpr (std::is_same_v<decltype(d), none_t>) return kept.at(k++);
+        else return d == 0 ? v : movedim(v, 0, tensor<double>::normalize_dim(d, static_cast<std::int64_t>(v.shape().size())));
+      });
+    } else {
+      shape_t outs;
+      std::apply([&](auto... o) { (outs.push_back(o), ...); }, out.dims);
+      auto call = [&](const std::array<dyn::value, N>& w) { return std::apply(f, w); };
+      return dyn::run_vmap(call, dims, outs, args, opts.randomness, opts.chunk_size > 0 ? opts.chunk_size : runtime_packet(a...),
+                           runtime_fuses(a...));
+    }
   }
 
   /// Whether the runtime path may trace f and run it fused (runtime_fusion.hpp): a top-level vmap
@@ -347,14 +475,7 @@ struct vmap_transform {
                                          [&](std::int64_t d, const auto& leaf) { return narrow(leaf, d, start, len); })...);
       }(std::index_sequence_for<A...>{}));
     }
-    if constexpr (requires { std::tuple_size<R>::value; }) {
-      return [&]<std::size_t... K>(std::index_sequence<K...>) {
-        return R{detail::cat_chunks<std::tuple_element_t<K, R>>(parts, [](const R& p) -> const auto& { return std::get<K>(p); },
-                                                                detail::out_dim_at<OutDims, K>(out))...};
-      }(std::make_index_sequence<std::tuple_size_v<R>>{});
-    } else {
-      return detail::cat_chunks<R>(parts, [](const R& p) -> const R& { return p; }, detail::out_dim_at<OutDims, 0>(out));
-    }
+    return detail::cat_out_chunks<R>(parts, [](const R& p) -> const R& { return p; }, detail::out_prefix(out));
   }
 
   template <int L, class... A>
@@ -393,19 +514,23 @@ struct vmap_transform {
       if constexpr (is_tensor_v<Leaf>)
         if (r >= 2 && dd == r - 1) return batched<Leaf, L>{leaf, bs, serial, true};
       return batched<Leaf, L>{dd == 0 ? leaf : movedim(leaf, dd, 0), bs, serial};
+    }, [&](const auto& leaf) {
+      // A struct member given tw::none beside batched ones: the same value for every example.
+      using Leaf = std::remove_cvref_t<decltype(leaf)>;
+      static_assert(is_tensor_v<Leaf>, "vmap: a struct argument with tw::member_dim entries must have tensor members");
+      shape_t one = leaf.shape(), full = one;
+      one.insert(one.begin(), 1);
+      full.insert(full.begin(), bs);
+      return batched<Leaf, L>{Leaf(broadcast_to(reshape(leaf, one), full)), bs, serial};
     });
   }
 
   template <int L, class R>
   auto unbatch_all(const R& r, std::int64_t bs, std::uint64_t serial) const {
-    auto one = [&](const auto& o, std::int64_t d) { return tree_map([&](const auto& leaf) { return detail::unbatch<L>(leaf, d, bs, serial); }, o); };
-    if constexpr (requires { std::tuple_size<R>::value; }) {
-      return [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return std::make_tuple(one(std::get<I>(r), detail::out_dim_at<OutDims, I>(out))...);
-      }(std::make_index_sequence<std::tuple_size_v<R>>{});
-    } else {
-      return one(r, detail::out_dim_at<OutDims, 0>(out));
-    }
+    return detail::map_out_dim(detail::out_prefix(out), r, [&](auto d, const auto& leaf) {
+      if constexpr (std::is_same_v<decltype(d), none_t>) return detail::none_output<L>(leaf, serial);
+      else return detail::unbatch<L>(leaf, d, bs, serial);
+    });
   }
 };
 
