@@ -15,6 +15,7 @@
 // shapes) vmap runs as if each fixed_rows<N> entry were 0 and each fixed argument a tensor, after
 // checking that a fixed_rows argument is [B, N]. Both give the same numbers and types.
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -129,21 +130,22 @@ constexpr bool applies() {
   }
 }
 
-/// The batch size if every batched argument has the shape the fixed path needs ([B, N] for
-/// fixed_rows<N>, [B] for an int entry), else -1 (vmap then takes the tensor path, whose checks
-/// report any mismatch).
+/// The batch size if every batched argument has the shape the loop reads ([B, N] for
+/// fixed_rows<N>, [B] batched along dim 0 or -1 for an int entry), else -1 (vmap then takes the
+/// tensor path, whose checks report any mismatch).
 template <class InDims, class... A>
-std::int64_t batch_size(const A&... a) {
+std::int64_t batch_size(const InDims& in, const A&... a) {
   std::int64_t bs = -1;
   bool ok = true;
   auto one = [&]<std::size_t I, class X>(std::integral_constant<std::size_t, I>, const X& x) {
     using D = entry_t<InDims, I>;
     if constexpr (!std::is_same_v<D, none_t>) {
       std::int64_t n = -1;
-      if constexpr (is_fixed_rows_v<D>) {
+      if constexpr (!is_tensor_v<X>) {
+      } else if constexpr (is_fixed_rows_v<D>) {
         if (x.dim() == 2 && x.size(1) == D::size) n = x.size(0);
-      } else {
-        if (x.dim() == 1) n = x.size(0);
+      } else if (const std::int64_t d = std::get<I>(in.dims); x.dim() == 1 && (d == 0 || d == -1)) {
+        n = x.size(0);
       }
       if (n < 0 || (bs >= 0 && n != bs)) ok = false;
       bs = n;
@@ -167,6 +169,7 @@ struct column {
     }(std::make_index_sequence<static_cast<std::size_t>(width)>{});
   }
   tensor<T> finish(std::int64_t bs, std::int64_t out_dim) {
+    data.resize(static_cast<std::size_t>(bs * width));  // a padded block's extra examples
     shape_t s{bs};
     if constexpr (is_fixed_v<C>) {
       const shape_t e = fixed_shape<C>();
@@ -178,12 +181,50 @@ struct column {
   }
 };
 
+/// Numbers per example of argument I on the fixed path (0: unbatched).
+template <class InDims, std::size_t I>
+constexpr std::int64_t example_width() {
+  using D = entry_t<InDims, I>;
+  if constexpr (std::is_same_v<D, none_t>) return 0;
+  else if constexpr (is_fixed_rows_v<D>) return D::size;
+  else return 1;
+}
+
 /// The loop: example b's arguments loaded from the batched tensors, grad's tape-free body, the
 /// results stored. Blocks of 64 examples keep the inner loop's trip count fixed (GCC vectorises
 /// such loops at -O2); `flatten` inlines f and every op into it.
+///
+/// Each loop over examples is one more copy of f's inlined body for the optimiser, which is most
+/// of the compile time of a vmap over a second-order transform (per-example Hessians). Their
+/// body is compiled once: the last block overlaps the one before it (examples are independent,
+/// so those computed twice are stored twice with the same numbers), and a batch of fewer than 64
+/// examples runs as one block whose extra examples repeat the last one and are not stored.
+/// A first-order body is cheap to compile and may be called on one example (vmap at batch size
+/// 1), so it keeps a loop for the remainder.
 template <class F, class InDims, class OutDims, class... A>
 [[gnu::flatten]] auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
+  constexpr std::int64_t block = 64;
+  constexpr bool one_copy = !first_order<F>();
+  // The whole batch as one padded block (one_copy and bs < block): each batched argument's
+  // examples, then copies of its last one.
+  const bool padded = one_copy && bs > 0 && bs < block;
+  const std::int64_t n = padded ? block : bs;
   auto src = fused::sources<InDims>(a...);
+  auto pads = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple([&] {
+      using T = std::remove_cvref_t<decltype(*std::get<I>(src))>;
+      constexpr std::int64_t w = example_width<InDims, I>();
+      buffer<T> p;
+      if (w > 0 && padded) {
+        p.resize(static_cast<std::size_t>(block * w));
+        for (std::int64_t b = 0; b < block; ++b)
+          std::memcpy(p.data() + b * w, std::get<I>(src) + std::min(b, bs - 1) * w, sizeof(T) * static_cast<std::size_t>(w));
+        std::get<I>(src) = p.data();
+      }
+      return p;
+    }()...);
+  }(std::index_sequence_for<A...>{});
+  (void)pads;
   const bool prev = is_grad_enabled();
   auto example = [&](std::int64_t b) TOWER_INLINE_LAMBDA {
     return [&]<std::size_t... I>(std::index_sequence<I...>) TOWER_INLINE_LAMBDA {
@@ -216,23 +257,24 @@ template <class F, class InDims, class OutDims, class... A>
     static_assert((storable_v<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>> && ...),
                   "vmap: internal: the fixed path's per-example results must be numbers or tw::fixed values");
     std::tuple<column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>...> cols{
-        column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>(bs)...};
+        column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>(n)...};
     auto put = [&](std::int64_t b) TOWER_INLINE_LAMBDA {
       const R r = example(b);
       (std::get<K>(cols).store(b, component<K>(r)), ...);
     };
-    constexpr std::int64_t block = 64;
     {
       // Grad mode on for f's body, set after the columns are allocated: with no call between
       // this store and the loop, the compiler knows the mode f reads is on, and drops the
       // selects that a mode unknown inside the loop would put on every tangent.
       enable_grad on;
       std::int64_t i = 0;
-      for (; i + block <= bs; i += block) {
+      for (; i + block <= n || (one_copy && i < n); i += block) {
+        const std::int64_t i0 = std::min(i, n - block);  // one_copy: the last block overlaps
 TOWER_NO_ALIAS_LOOP
-        for (std::int64_t j = 0; j < block; ++j) put(i + j);
+        for (std::int64_t j = 0; j < block; ++j) put(i0 + j);
       }
-      for (; i < bs; ++i) put(i);
+      if constexpr (!one_copy)
+        for (; i < n; ++i) put(i);
     }
     auto results = std::make_tuple(std::get<K>(cols).finish(bs, fused::out_dim<OutDims, K>(out))...);
     if constexpr (C == 1 && !requires { typename std::tuple_size<R>::type; }) return std::get<0>(std::move(results));
@@ -304,7 +346,8 @@ auto plain_arg(const X& x) {
 
 namespace tower::detail::fused_fixed {
 
-/// InDims (of ints and none, or empty for "0 everywhere") with entry P replaced by fixed_rows<N>.
+/// InDims (of ints and none, or empty for "0 everywhere") spelled out, one entry per argument,
+/// with entry P (if any) replaced by fixed_rows<N>.
 template <std::size_t P, int N, class InDims, std::size_t... I>
 auto rows_at(const InDims& in, std::index_sequence<I...>) {
   auto entry = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
@@ -314,64 +357,31 @@ auto rows_at(const InDims& in, std::index_sequence<I...>) {
   return in_dims_t<std::remove_cvref_t<decltype(entry(std::integral_constant<std::size_t, I>{}))>...>{
       {entry(std::integral_constant<std::size_t, I>{})...}};
 }
-template <std::size_t P, int N, class InDims, class... A>
-using rows_at_t = decltype(rows_at<P, N>(std::declval<const InDims&>(), std::index_sequence_for<A...>{}));
 
-/// Whether argument P may be automatic's rows argument at all (a tensor batched by an int entry).
-template <class InDims, std::size_t P, class... A>
-constexpr bool rows_position() {
-  using X = std::remove_cvref_t<std::tuple_element_t<P, std::tuple<A...>>>;
-  return is_tensor_v<X> && fused::is_batched_arg_v<InDims, P>;
-}
-
-/// The runtime part of the rule above: argument P is [B, N] batched along dim 0, every other
-/// batched argument [B] batched along dim 0 (or -1), the same B. Returns N, or 0.
-template <std::size_t P, class InDims, class... A>
-std::int64_t rows_size(const InDims& in, const A&... a) {
-  bool ok = true;
-  std::int64_t bs = -1, n = 0;
-  auto one = [&]<std::size_t I, class X>(std::integral_constant<std::size_t, I>, const X& x) {
-    if constexpr (fused::is_batched_arg_v<InDims, I>) {
-      if constexpr (!is_tensor_v<X>) {
-        ok = false;
-      } else {
-        const std::int64_t d = fused::in_dim<InDims, I>(in);
-        const std::int64_t rank = I == P ? 2 : 1;
-        if (x.dim() != rank || !(d == 0 || d == -rank) || (bs >= 0 && x.size(0) != bs)) ok = false;
-        else bs = x.size(0);
-        if (I == P && ok) n = x.size(1);
-      }
+/// The loop with in_dims In when it applies and gives the batched form's result type R, else an
+/// empty optional. An op that takes fixed values only in part (sum over one dim of a matrix, with
+/// keepdim) says so with a tower::error on the first example: batching rules then run f, and
+/// report any error of f's own again.
+template <class R, class In, class F, class OutDims, class... A>
+std::optional<R> try_loop(const F& f, const In& in, const OutDims& out, const A&... a) {
+  if constexpr (applies<F, In, A...>()) {
+    if constexpr (std::is_same_v<decltype(run<F, In>(f, out, 1, a...)), R>) {
+      if (const std::int64_t bs = batch_size(in, a...); bs > 0) try {
+          return run<F, In>(f, out, bs, a...);
+        } catch (const error&) {
+        }
     }
-  };
-  [&]<std::size_t... I>(std::index_sequence<I...>) { (one(std::integral_constant<std::size_t, I>{}, a), ...); }(std::index_sequence_for<A...>{});
-  return ok && bs > 0 ? n : 0;
+  }
+  return std::nullopt;
 }
 
-/// strategy::automatic's fixed rows: the result of the fixed path when the rule above holds for
-/// some argument and size, else an empty optional (vmap then picks among its other forms).
+/// strategy::automatic's rows: argument P is [B, n] batched along dim 0, with n <= the limit;
+/// the loop for that n.
 template <class R, std::size_t P, int N, class F, class InDims, class OutDims, class... A>
 std::optional<R> try_rows_size(const F& f, const InDims& in, const OutDims& out, std::int64_t n, const A&... a) {
-  if constexpr (N > TOWER_AUTOMATIC_FIXED_ROWS) {
-    return std::nullopt;
-  } else {
-    if (n == N) {
-      using In = rows_at_t<P, N, InDims, A...>;
-      if constexpr (applies<F, In, A...>()) {
-        if constexpr (std::is_same_v<decltype(run<F, In>(f, out, 1, a...)), R>) {
-          const std::int64_t bs = batch_size<In>(a...);
-          // An op that takes fixed values only in part (sum over one dim of a matrix, with
-          // keepdim) says so with a tower::error on the first example: batching rules then run
-          // f, and report any error of f's own again.
-          if (bs > 0) try {
-              return run<F, In>(f, out, bs, a...);
-            } catch (const error&) {
-            }
-        }
-      }
-      return std::nullopt;
-    }
-    return try_rows_size<R, P, N + 1>(f, in, out, n, a...);
-  }
+  if constexpr (N > TOWER_AUTOMATIC_FIXED_ROWS) return std::nullopt;
+  else if (n != N) return try_rows_size<R, P, N + 1>(f, in, out, n, a...);
+  else return try_loop<R>(f, rows_at<P, N>(in, std::index_sequence_for<A...>{}), out, a...);
 }
 
 template <class R, std::size_t P, class F, class InDims, class OutDims, class... A>
@@ -379,69 +389,72 @@ std::optional<R> try_rows_at(const F& f, const InDims& in, const OutDims& out, c
   if constexpr (P >= sizeof...(A)) {
     return std::nullopt;
   } else {
-    if constexpr (rows_position<InDims, P, A...>()) {
-      if (const std::int64_t n = rows_size<P>(in, a...); n > 0) return try_rows_size<R, P, 1>(f, in, out, n, a...);
+    using X = std::remove_cvref_t<std::tuple_element_t<P, std::tuple<A...>>>;
+    if constexpr (is_tensor_v<X> && fused::is_batched_arg_v<InDims, P>) {
+      const auto& x = std::get<P>(std::tie(a...));
+      if (const std::int64_t d = fused::in_dim<InDims, P>(in); x.dim() == 2 && (d == 0 || d == -2))
+        return try_rows_size<R, P, 1>(f, in, out, x.size(1), a...);
     }
     return try_rows_at<R, P + 1>(f, in, out, a...);
   }
 }
 
-/// The batch size when every batched argument is a [B] tensor batched along dim 0 (or -1), else
-/// 0: then f sees a number per example.
-template <class InDims, class... A>
-std::int64_t numbers_size(const InDims& in, const A&... a) {
-  bool ok = true;
-  std::int64_t bs = -1;
-  auto one = [&]<std::size_t I, class X>(std::integral_constant<std::size_t, I>, const X& x) {
-    if constexpr (fused::is_batched_arg_v<InDims, I>) {
-      if constexpr (!is_tensor_v<X>) {
-        ok = false;
-      } else {
-        const std::int64_t d = fused::in_dim<InDims, I>(in);
-        if (x.dim() != 1 || !(d == 0 || d == -1) || (bs >= 0 && x.size(0) != bs)) ok = false;
-        else bs = x.size(0);
-      }
-    }
-  };
-  [&]<std::size_t... I>(std::index_sequence<I...>) { (one(std::integral_constant<std::size_t, I>{}, a), ...); }(std::index_sequence_for<A...>{});
-  return ok && bs > 0 ? bs : 0;
-}
-
-/// strategy::automatic on functions of numbers: every batched argument [B], so f runs once per
-/// example on numbers (grad without a tape), the loop one writes by hand. Same instantiation as
-/// in_dims of ints on the fixed path; none when f does not run on numbers.
-template <class InDims, std::size_t... I>
-auto explicit_dims(const InDims& in, std::index_sequence<I...>) {
-  return in_dims_t<std::remove_cvref_t<decltype(fused::in_dim<InDims, I>(in))>...>{{fused::in_dim<InDims, I>(in)...}};
-}
-template <class R, class F, class InDims, class OutDims, class... A>
-std::optional<R> try_numbers(const F& f, const InDims& in, const OutDims& out, const A&... a) {
-  using In = decltype(explicit_dims(in, std::index_sequence_for<A...>{}));  // "0 everywhere" spelled out
-  // (Nested: a Hessian's probe on numbers does not compile, so it is never asked.)
-  if constexpr (first_order<F>()) {
-    if constexpr (applies<F, In, A...>()) {
-      if constexpr (std::is_same_v<decltype(run<F, In>(f, out, 1, a...)), R>) {
-        // As for fixed rows: an error on the first example lets batching rules run f and report it.
-        if (const std::int64_t bs = numbers_size(in, a...); bs > 0) try {
-            return run<F, In>(f, out, bs, a...);
-          } catch (const error&) {
-          }
-      }
-    }
-  }
-  return std::nullopt;
-}
-
-/// vmap_transform's hook for strategy::automatic (R: the batched form's result type).
+/// vmap_transform's hook for strategy::automatic (R: the batched form's result type): the loop
+/// on numbers when every batched argument is [B] (the loop one writes by hand; a Hessian's probe
+/// on numbers does not compile, so it is never asked), else on the rows of one [B, N] argument.
 template <class R, class F, class InDims, class OutDims, class... A>
 std::optional<R> try_automatic_rows(const F& f, const InDims& in, const OutDims& out, const A&... a) {
   if constexpr (!requires { F::forward_path; }) {
     return std::nullopt;
   } else {
-    if (auto r = try_numbers<R>(f, in, out, a...)) return r;
+    if constexpr (first_order<F>())
+      if (auto r = try_loop<R>(f, rows_at<sizeof...(A), 0>(in, std::index_sequence_for<A...>{}), out, a...)) return r;
     if constexpr (TOWER_AUTOMATIC_FIXED_ROWS < 1) return std::nullopt;
     else return try_rows_at<R, 0>(f, in, out, a...);
   }
 }
 
 }  // namespace tower::detail::fused_fixed
+
+namespace tower::detail {
+
+/// vmap_transform's hook. For strategy::fused / strategy::packets: the result. For
+/// strategy::automatic: the result of the form it picks, or an empty optional when that is the
+/// batched form (vmap_transform then runs it). Every form returns the same plain types.
+template <class Strategy, class F, class InDims, class OutDims, class... A>
+auto try_fused_vmap(const F& f, const InDims& in, const OutDims& out, randomness_kind randomness, const A&... a) {
+  namespace fz = detail::fused;
+  (void)randomness;  // packets only
+  constexpr bool plain_args = (fz::is_plain_v<A> && ...);
+  if constexpr (std::is_same_v<Strategy, strategy::fused_t>) {
+    static_assert(plain_args, "vmap: strategy::fused needs plain arguments (numbers, tensors), not values of an enclosing transform");
+    const std::int64_t bs = fz::batch_size(in, a...);
+    if (bs == 0) throw error("vmap: strategy::fused needs at least one example");
+    if constexpr (fz::scalar_candidate<F, InDims, A...>()) {
+      if (fz::scalar_examples<InDims>(a...)) {
+        // grad without a tape when it can (grad's forward_ok): the per-example loop on numbers.
+        using In = decltype(fused_fixed::rows_at<sizeof...(A), 0>(in, std::index_sequence_for<A...>{}));
+        if constexpr (fused_fixed::applies<F, In, A...>()) return fused_fixed::run<F, In>(f, out, bs, a...);
+        else return fz::run<true>(f, in, out, bs, a...);
+      }
+    }
+    return fz::run<false>(f, in, out, bs, a...);
+  } else if constexpr (std::is_same_v<Strategy, strategy::packets_t>) {
+    static_assert(plain_args, "vmap: strategy::packets needs plain arguments (numbers, tensors), not values of an enclosing transform");
+    const std::int64_t bs = fz::batch_size(in, a...);
+    if (bs == 0) throw error("vmap: strategy::packets needs at least one example");
+    return fz::run_packets(f, in, out, bs, fz::packet_size(in, a...), randomness, a...);
+  } else if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && plain_args) {
+    using R = decltype(fz::run_packets(f, in, out, std::int64_t{1}, std::int64_t{1}, randomness, a...));
+    const std::int64_t bs = fz::batch_size(in, a...);
+    // (The per-example form on numbers is not picked automatically: it compiles f for numbers,
+    // which a function written for tensors may not accept. strategy::fused asks for it.)
+    if (const std::int64_t packet = fz::automatic_packet(bs, fz::example_numbers(in, a...)))
+      return std::optional<R>{fz::run_packets(f, in, out, bs, packet, randomness, a...)};
+    return std::optional<R>{};
+  } else {
+    return std::optional<int>{};  // batched
+  }
+}
+
+}  // namespace tower::detail

@@ -433,43 +433,6 @@ constexpr bool scalar_candidate() {
   else return scalar_candidate_args<F, InDims, A...>(std::index_sequence_for<A...>{});
 }
 
-/// The example type f sees for argument I on the per-example form on numbers.
-template <class InDims, std::size_t I, class X>
-using number_example_t = std::conditional_t<is_batched_arg_v<InDims, I>, kernels::element_t<X>, std::remove_cvref_t<X>>;
-
-/// Whether the per-example form on numbers can run f = grad(g) without a tape (scalar_dual.hpp).
-template <class F, class InDims, class... A>
-constexpr bool forward_candidate() {
-  if constexpr (!is_grad_family<F>::value) return false;
-  else return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return F::template forward_ok<number_example_t<InDims, I, A>...>();
-  }(std::index_sequence_for<A...>{});
-}
-
-template <class R> struct flat_numbers : std::bool_constant<kernels::is_plain_scalar_v<R>> {};
-template <class... R> struct flat_numbers<std::tuple<R...>> : std::bool_constant<(kernels::is_plain_scalar_v<R> && ...)> {};
-
-/// Per-example results that are numbers, or flat tuples of numbers, appended to their stackers
-/// a block of examples at a time (kernels::append_generated: vectorised, never zero-filled).
-template <class R>
-struct number_sink {
-  template <std::size_t K, class S>
-  static auto& data(S& stacked) {
-    if constexpr (kernels::is_plain_scalar_v<R>) return stacked.s.data;
-    else return std::get<K>(stacked.s).data;
-  }
-  template <class S, class Example>
-  static void fill(S& stacked, std::int64_t n, Example&& example) {
-    constexpr std::size_t count = [] {
-      if constexpr (kernels::is_plain_scalar_v<R>) return std::size_t{1};
-      else return std::tuple_size_v<R>;
-    }();
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
-      kernels::append_generated(n, example, data<K>(stacked)...);
-    }(std::make_index_sequence<count>{});
-  }
-};
-
 /// Where example b of each argument is read: a batched tensor's data (contiguous, batch in dim 0),
 /// or the unbatched argument itself.
 template <class InDims, class... A>
@@ -482,74 +445,6 @@ auto sources(const A&... a) {
   }(std::index_sequence_for<A...>{});
 }
 
-/// The per-example form on numbers with grad's tape-free path: one loop over examples of
-/// straight-line code, writing each result straight into its output, so the compiler can keep
-/// it in registers and vectorise it (`flatten` inlines f, its ops and the loop body into it).
-template <class F, class InDims, class OutDims, class... A>
-[[gnu::flatten]] auto run_forward(const F& f, const InDims&, const OutDims& out, std::int64_t bs, const A&... a) {
-  auto src = sources<InDims>(a...);  // batched: 1-D, contiguous
-  const bool prev = is_grad_enabled();
-  enable_grad on;
-  auto example = [&](std::int64_t b) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return f.forward_body(prev, [&]() -> decltype(auto) {
-        if constexpr (is_batched_arg_v<InDims, I>) return std::get<I>(src)[b];
-        else return *std::get<I>(src);
-      }()...);
-    }(std::index_sequence_for<A...>{});
-  };
-  using R = std::remove_cvref_t<decltype(example(0))>;
-  stack_all<R> stacked(bs);
-  if constexpr (flat_numbers<R>::value) {
-    number_sink<R>::fill(stacked, bs, example);
-  } else {
-    for (std::int64_t b = 0; b < bs; ++b) stacked.put(b, example(b));
-  }
-  return stacked.finish(out);
-}
-
 }  // namespace detail::fused
-
-namespace detail {
-
-
-/// vmap_transform's hook. For strategy::fused / strategy::packets: the result. For
-/// strategy::automatic: the result of the form it picks, or an empty optional when that is the
-/// batched form (vmap_transform then runs it). Every form returns the same plain types.
-template <class Strategy, class F, class InDims, class OutDims, class... A>
-auto try_fused_vmap(const F& f, const InDims& in, const OutDims& out, randomness_kind randomness, const A&... a) {
-  namespace fz = detail::fused;
-  (void)randomness;  // packets only
-  constexpr bool plain_args = (fz::is_plain_v<A> && ...);
-  if constexpr (std::is_same_v<Strategy, strategy::fused_t>) {
-    static_assert(plain_args, "vmap: strategy::fused needs plain arguments (numbers, tensors), not values of an enclosing transform");
-    const std::int64_t bs = fz::batch_size(in, a...);
-    if (bs == 0) throw error("vmap: strategy::fused needs at least one example");
-    if constexpr (fz::scalar_candidate<F, InDims, A...>()) {
-      if (fz::scalar_examples<InDims>(a...)) {
-        if constexpr (fz::forward_candidate<F, InDims, A...>()) return fz::run_forward(f, in, out, bs, a...);
-        else return fz::run<true>(f, in, out, bs, a...);
-      }
-    }
-    return fz::run<false>(f, in, out, bs, a...);
-  } else if constexpr (std::is_same_v<Strategy, strategy::packets_t>) {
-    static_assert(plain_args, "vmap: strategy::packets needs plain arguments (numbers, tensors), not values of an enclosing transform");
-    const std::int64_t bs = fz::batch_size(in, a...);
-    if (bs == 0) throw error("vmap: strategy::packets needs at least one example");
-    return fz::run_packets(f, in, out, bs, fz::packet_size(in, a...), randomness, a...);
-  } else if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && plain_args) {
-    using R = decltype(fz::run_packets(f, in, out, std::int64_t{1}, std::int64_t{1}, randomness, a...));
-    const std::int64_t bs = fz::batch_size(in, a...);
-    // (The per-example form on numbers is not picked automatically: it compiles f for numbers,
-    // which a function written for tensors may not accept. strategy::fused asks for it.)
-    if (const std::int64_t packet = fz::automatic_packet(bs, fz::example_numbers(in, a...)))
-      return std::optional<R>{fz::run_packets(f, in, out, bs, packet, randomness, a...)};
-    return std::optional<R>{};
-  } else {
-    return std::optional<int>{};  // batched
-  }
-}
-
-}  // namespace detail
 
 }  // namespace tower

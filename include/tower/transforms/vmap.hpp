@@ -335,7 +335,7 @@ struct vmap_transform {
     if constexpr (loop) {
       if constexpr (std::is_same_v<decltype(ff::run<F, InDims>(f, out, 1, a...)), decltype(on_tensors())>) {
         if (opts.chunk_size <= 0 && opts.randomness == randomness_kind::error)
-          if (const std::int64_t bs = ff::batch_size<InDims>(a...); bs > 0) return ff::run<F, InDims>(f, out, bs, a...);
+          if (const std::int64_t bs = ff::batch_size(in, a...); bs > 0) return ff::run<F, InDims>(f, out, bs, a...);
       }
     }
     return on_tensors();
