@@ -1,4 +1,4 @@
-// strategy::automatic's fixed rows (fused_fixed.hpp, try_automatic_rows): vmap of a first-order
+// strategy::automatic's fixed rows (fused_fixed.hpp, vmap_transform::plan): vmap of a first-order
 // transform (or a Hessian) over one [B, N] tensor with N <= TOWER_AUTOMATIC_FIXED_ROWS runs the
 // per-example loop on tw::fixed rows, with the numbers of batching rules; every case it must
 // decline (other layouts, sizes, unbatched tensors, ops without a rule for fixed values, errors)

@@ -224,14 +224,16 @@ TEST_CASE("fixed: jacrev, jacfwd and hessian run forward mode on fixed values, a
   CHECK(fixed_calls == B);
   require_close(tw::vmap(tw::jacrev(g), in)(X), tw::vmap(tw::jacrev(g))(X), 1e-13);
   // Second order (hessian) runs f once per example on elementwise jets (hessian_forward.hpp),
-  // with the same numbers.
+  // with the same numbers; its loop compiles the body once, so the last block of 64 may repeat
+  // up to 63 examples.
   int jet_calls = 0;
   auto counted_f = [&](auto v) {
     if constexpr (tw::is_elementwise_jet_v<decltype(v)>) ++jet_calls;
     return f(v);
   };
   require_close(tw::vmap(tw::hessian(counted_f), in)(X), tw::vmap(tw::hessian(f))(X), 1e-13);
-  CHECK(jet_calls == B);
+  CHECK(jet_calls >= B);
+  CHECK(jet_calls < B + 64);
 }
 
 TEST_CASE("automatic rows at the default limit: [B, 3] and [B, 8] run the fixed loop, wider rows batching rules") {

@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -334,12 +333,12 @@ auto plain_arg(const X& x) {
 // (branch_result_t), a size mismatch between fixed values of duals is dual_unsupported, and a
 // fixed of duals handed to type-erased code makes a dyn::value (dyn_value.hpp); in each case vmap
 // declines and runs batching rules. An op that takes fixed values only in part throws a
-// tower::error on the first example, and batching rules run f instead (try_rows_size). The op
-// tables build and pass at the limit (tests/automatic_rows_test.cpp).
+// tower::error on the first example, and batching rules run f instead (vmap_transform::run_plan).
+// The op tables build and pass at the limit (tests/automatic_rows_test.cpp).
 // Define TOWER_AUTOMATIC_FIXED_ROWS (the same in every translation unit of a program) to another
 // limit: 8 covers per-example Hessians on R^8 (vmap(hessian(f))(X) on elementwise jets); each
-// candidate N is one more instantiation of f (4 instead of 8: hessian_bench 43 -> 31 s of g++
-// -O2); 0 turns it off. strategy::batched always runs batching rules.
+// candidate N is one more instantiation of f's loop (docs/performance.md has the compile times);
+// 0 turns it off. strategy::batched always runs batching rules.
 #ifndef TOWER_AUTOMATIC_FIXED_ROWS
 #define TOWER_AUTOMATIC_FIXED_ROWS 8
 #endif
@@ -358,59 +357,61 @@ auto rows_at(const InDims& in, std::index_sequence<I...>) {
       {entry(std::integral_constant<std::size_t, I>{})...}};
 }
 
-/// The loop with in_dims In when it applies and gives the batched form's result type R, else an
-/// empty optional. An op that takes fixed values only in part (sum over one dim of a matrix, with
-/// keepdim) says so with a tower::error on the first example: batching rules then run f, and
-/// report any error of f's own again.
-template <class R, class In, class F, class OutDims, class... A>
-std::optional<R> try_loop(const F& f, const In& in, const OutDims& out, const A&... a) {
-  if constexpr (applies<F, In, A...>()) {
-    if constexpr (std::is_same_v<decltype(run<F, In>(f, out, 1, a...)), R>) {
-      if (const std::int64_t bs = batch_size(in, a...); bs > 0) try {
-          return run<F, In>(f, out, bs, a...);
-        } catch (const error&) {
-        }
-    }
-  }
-  return std::nullopt;
+/// Whether the loop runs f with in_dims In and gives the result type R of the form it stands in for.
+template <class R, class F, class In, class OutDims, class... A>
+constexpr bool loop_ok() {
+  if constexpr (!applies<F, In, A...>()) return false;
+  else return std::is_same_v<decltype(run<F, In>(std::declval<const F&>(), std::declval<const OutDims&>(), 1, std::declval<const A&>()...)), R>;
 }
 
-/// strategy::automatic's rows: argument P is [B, n] batched along dim 0, with n <= the limit;
-/// the loop for that n.
+/// in_dims "0 everywhere" (or of ints and none) spelled out: the loop on numbers.
+template <class InDims, class... A>
+using numbers_in_t = decltype(rows_at<sizeof...(A), 0>(std::declval<const InDims&>(), std::index_sequence_for<A...>{}));
+
+/// strategy::automatic's rows (the rule above): argument P is [B, n] batched along dim 0 and
+/// the loop runs for that n: its batch size (and plan.rows_arg, plan.rows set), else -1.
 template <class R, std::size_t P, int N, class F, class InDims, class OutDims, class... A>
-std::optional<R> try_rows_size(const F& f, const InDims& in, const OutDims& out, std::int64_t n, const A&... a) {
-  if constexpr (N > TOWER_AUTOMATIC_FIXED_ROWS) return std::nullopt;
-  else if (n != N) return try_rows_size<R, P, N + 1>(f, in, out, n, a...);
-  else return try_loop<R>(f, rows_at<P, N>(in, std::index_sequence_for<A...>{}), out, a...);
+std::int64_t rows_batch(const InDims& in, std::int64_t n, const A&... a) {
+  if constexpr (N > TOWER_AUTOMATIC_FIXED_ROWS) return -1;
+  else if (n != N) return rows_batch<R, P, N + 1, F, InDims, OutDims>(in, n, a...);
+  else if constexpr (!loop_ok<R, F, decltype(rows_at<P, N>(in, std::index_sequence_for<A...>{})), OutDims, A...>()) return -1;
+  else return batch_size(rows_at<P, N>(in, std::index_sequence_for<A...>{}), a...);
 }
 
+/// The argument whose rows the loop reads and their size, with the batch size, or bs = -1.
+struct rows_choice {
+  std::int64_t bs = -1;
+  std::size_t arg = 0;
+  std::int64_t rows = 0;
+};
 template <class R, std::size_t P, class F, class InDims, class OutDims, class... A>
-std::optional<R> try_rows_at(const F& f, const InDims& in, const OutDims& out, const A&... a) {
-  if constexpr (P >= sizeof...(A)) {
-    return std::nullopt;
+rows_choice choose_rows(const InDims& in, const A&... a) {
+  if constexpr (P >= sizeof...(A) || TOWER_AUTOMATIC_FIXED_ROWS < 1) {
+    return {};
   } else {
     using X = std::remove_cvref_t<std::tuple_element_t<P, std::tuple<A...>>>;
     if constexpr (is_tensor_v<X> && fused::is_batched_arg_v<InDims, P>) {
       const auto& x = std::get<P>(std::tie(a...));
       if (const std::int64_t d = fused::in_dim<InDims, P>(in); x.dim() == 2 && (d == 0 || d == -2))
-        return try_rows_size<R, P, 1>(f, in, out, x.size(1), a...);
+        if (const std::int64_t bs = rows_batch<R, P, 1, F, InDims, OutDims>(in, x.size(1), a...); bs > 0) return {bs, P, x.size(1)};
     }
-    return try_rows_at<R, P + 1>(f, in, out, a...);
+    return choose_rows<R, P + 1, F, InDims, OutDims>(in, a...);
   }
 }
 
-/// vmap_transform's hook for strategy::automatic (R: the batched form's result type): the loop
-/// on numbers when every batched argument is [B] (the loop one writes by hand; a Hessian's probe
-/// on numbers does not compile, so it is never asked), else on the rows of one [B, N] argument.
-template <class R, class F, class InDims, class OutDims, class... A>
-std::optional<R> try_automatic_rows(const F& f, const InDims& in, const OutDims& out, const A&... a) {
-  if constexpr (!requires { F::forward_path; }) {
-    return std::nullopt;
+/// Runs the loop on argument P's rows of n numbers (choose_rows' choice).
+template <class R, std::size_t P, int N, class F, class InDims, class OutDims, class... A>
+R run_rows(const F& f, const InDims& in, const OutDims& out, const rows_choice& c, const A&... a) {
+  if constexpr (P >= sizeof...(A)) {
+    throw error("vmap: internal: no loop for the chosen rows");
+  } else if constexpr (N > TOWER_AUTOMATIC_FIXED_ROWS ||
+                       !(is_tensor_v<std::tuple_element_t<P, std::tuple<A...>>> && fused::is_batched_arg_v<InDims, P>)) {
+    return run_rows<R, P + 1, 1>(f, in, out, c, a...);
   } else {
-    if constexpr (first_order<F>())
-      if (auto r = try_loop<R>(f, rows_at<sizeof...(A), 0>(in, std::index_sequence_for<A...>{}), out, a...)) return r;
-    if constexpr (TOWER_AUTOMATIC_FIXED_ROWS < 1) return std::nullopt;
-    else return try_rows_at<R, 0>(f, in, out, a...);
+    using In = decltype(rows_at<P, N>(in, std::index_sequence_for<A...>{}));
+    if constexpr (loop_ok<R, F, In, OutDims, A...>())
+      if (c.arg == P && c.rows == N) return run<F, In>(f, out, c.bs, a...);
+    return run_rows<R, P, N + 1>(f, in, out, c, a...);
   }
 }
 
@@ -418,43 +419,19 @@ std::optional<R> try_automatic_rows(const F& f, const InDims& in, const OutDims&
 
 namespace tower::detail {
 
-/// vmap_transform's hook. For strategy::fused / strategy::packets: the result. For
-/// strategy::automatic: the result of the form it picks, or an empty optional when that is the
-/// batched form (vmap_transform then runs it). Every form returns the same plain types.
-template <class Strategy, class F, class InDims, class OutDims, class... A>
-auto try_fused_vmap(const F& f, const InDims& in, const OutDims& out, randomness_kind randomness, const A&... a) {
-  namespace fz = detail::fused;
-  (void)randomness;  // packets only
-  constexpr bool plain_args = (fz::is_plain_v<A> && ...);
-  if constexpr (std::is_same_v<Strategy, strategy::fused_t>) {
-    static_assert(plain_args, "vmap: strategy::fused needs plain arguments (numbers, tensors), not values of an enclosing transform");
-    const std::int64_t bs = fz::batch_size(in, a...);
-    if (bs == 0) throw error("vmap: strategy::fused needs at least one example");
-    if constexpr (fz::scalar_candidate<F, InDims, A...>()) {
-      if (fz::scalar_examples<InDims>(a...)) {
-        // grad without a tape when it can (grad's forward_ok): the per-example loop on numbers.
-        using In = decltype(fused_fixed::rows_at<sizeof...(A), 0>(in, std::index_sequence_for<A...>{}));
-        if constexpr (fused_fixed::applies<F, In, A...>()) return fused_fixed::run<F, In>(f, out, bs, a...);
-        else return fz::run<true>(f, in, out, bs, a...);
-      }
-    }
-    return fz::run<false>(f, in, out, bs, a...);
-  } else if constexpr (std::is_same_v<Strategy, strategy::packets_t>) {
-    static_assert(plain_args, "vmap: strategy::packets needs plain arguments (numbers, tensors), not values of an enclosing transform");
-    const std::int64_t bs = fz::batch_size(in, a...);
-    if (bs == 0) throw error("vmap: strategy::packets needs at least one example");
-    return fz::run_packets(f, in, out, bs, fz::packet_size(in, a...), randomness, a...);
-  } else if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && plain_args) {
-    using R = decltype(fz::run_packets(f, in, out, std::int64_t{1}, std::int64_t{1}, randomness, a...));
-    const std::int64_t bs = fz::batch_size(in, a...);
-    // (The per-example form on numbers is not picked automatically: it compiles f for numbers,
-    // which a function written for tensors may not accept. strategy::fused asks for it.)
-    if (const std::int64_t packet = fz::automatic_packet(bs, fz::example_numbers(in, a...)))
-      return std::optional<R>{fz::run_packets(f, in, out, bs, packet, randomness, a...)};
-    return std::optional<R>{};
-  } else {
-    return std::optional<int>{};  // batched
-  }
-}
+/// The physical form a static vmap runs on its arguments (vmap_transform::plan chooses it,
+/// vmap_transform::run_plan runs it): batching rules on [B, ...] tensors (batch-last included,
+/// with chunks and randomness); the loop above, whose examples are numbers (rows 0) or rows of a
+/// [B, rows] argument read as tw::fixed values; f once per example on numbers or tensors with its
+/// tape (strategy::fused); or batching rules on packets of examples (fused_vmap.hpp).
+struct vmap_plan {
+  enum form_t { batched, loop, per_example, packets };
+  form_t form = batched;
+  std::int64_t bs = 0;
+  std::size_t rows_arg = 0;  // loop: the argument read as rows (automatic; rows > 0)
+  std::int64_t rows = 0;
+  std::int64_t packet = 0;  // packets: examples per packet
+  bool scalar = false;      // per_example: examples are numbers
+};
 
 }  // namespace tower::detail

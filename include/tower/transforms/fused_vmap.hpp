@@ -28,19 +28,20 @@
 // batched argument per packet), so a long chain of ops on a large batch keeps its intermediates
 // in cache instead of streaming batch-sized tensors through memory once per op.
 //
-// strategy::automatic (the default) picks packets when a batched argument holds at least 2^17
-// numbers, and batching rules on the whole batch otherwise. (It first tries fused_fixed.hpp's
-// per-example loop on fixed rows for one [B, N] argument with N <= TOWER_AUTOMATIC_FIXED_ROWS,
-// default 4.) It never picks the per-example form
-// on numbers, since that compiles f for numbers, which a function written for tensors may not
-// accept; strategy::fused asks for it explicitly. strategy::fused, ::packets and ::batched force a form. A
-// fused vmap or a packet loop pushes no interpreter of its own level: f runs as if called
-// directly (per example), or under a batched vmap per packet.
+// strategy::automatic (the default) first takes fused_fixed.hpp's per-example loop when f is a
+// first-order transform and every batched argument is [B] (numbers), or one is [B, N] with
+// N <= TOWER_AUTOMATIC_FIXED_ROWS (fixed rows); else packets when a batched argument holds at
+// least 2^17 numbers, else batching rules on the whole batch (vmap_transform::plan chooses).
+// It never picks the taped per-example form, since that compiles f for numbers or tensor
+// examples, which a function written for batched tensors may not accept; strategy::fused asks
+// for it. strategy::fused, ::packets and ::batched force a form. A fused vmap or a packet loop
+// pushes no interpreter of its own level: f runs as if called directly (per example), or under
+// a batched vmap per packet.
 //
-// Per example on numbers, vmap(grad(f)) runs grad without a tape when it can (scalar_dual.hpp,
-// grad's forward_ok): one loop of straight-line code over examples, vectorised, results written
-// a block at a time (run_forward). Otherwise (f mixes in a tensor or a transform's value) grad
-// records its runtime tape per example (typed nodes in an arena, ~20 ns per op on doubles).
+// Per example on numbers, vmap(grad(f)) runs grad without a tape when it can (grad's
+// forward_ok): fused_fixed.hpp's loop of straight-line code over examples, vectorised.
+// Otherwise (f mixes in a tensor or a transform's value) grad records its runtime tape per
+// example (typed nodes in an arena, ~20 ns per op on doubles).
 // Tensor examples always take the tape, which is why automatic never picks the per-example form.
 
 #include <array>

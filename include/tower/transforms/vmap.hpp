@@ -264,45 +264,157 @@ struct vmap_transform {
     } else if constexpr (detail::is_single_int_in_dims_v<InDims> && sizeof...(A) > 1) {
       return every_argument<A...>()(a...);  // in_dims(d) on several arguments: d for each
     } else if constexpr (detail::fused_fixed::involved<InDims, A...>()) {
-      return run_fixed(a...);  // tw::fixed_rows in in_dims, or tw::fixed arguments (fused_fixed.hpp)
+      return run_plan(plan(a...), a...);  // tw::fixed_rows in in_dims, or tw::fixed arguments (fused_fixed.hpp)
     } else if constexpr (!decltype(check<A...>())::value) {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else if constexpr (is_runtime_function_v<F> || (is_dyn_v<A> || ...)) {
       return run_runtime(a...);
+    } else {
+      static_assert((is_pytree_v<A> && ...), "vmap: arguments must be numbers, tensors or pytrees of them");
+      return run_plan(plan(a...), a...);
+    }
+  }
+
+  /// check -> plan -> run: the static path's physical form for these arguments, chosen here and
+  /// nowhere else (detail::vmap_plan); run_plan runs it.
+  template <class... A>
+  detail::vmap_plan plan(const A&... a) const {
+    namespace ff = detail::fused_fixed;
+    namespace fz = detail::fused;
+    using P = detail::vmap_plan;
+    // The loops do not restore the generator per example: randomness=error only, no chunks.
+    const bool plain_run = opts.chunk_size <= 0 && opts.randomness == randomness_kind::error;
+    if constexpr (ff::involved<InDims, A...>()) {
+      if constexpr (fixed_loop<A...>())
+        if (plain_run)
+          if (const std::int64_t bs = ff::batch_size(in, a...); bs > 0) return {P::loop, bs};
+      return {};  // batching rules, each fixed_rows<N> entry 0
     } else if constexpr (std::is_same_v<Strategy, strategy::fused_t> || std::is_same_v<Strategy, strategy::packets_t>) {
       static_assert(fused_applies<A...>() && detail::is_flat_out_dims_v<OutDims>,
                     "vmap: strategy::fused and ::packets need plain arguments, in_dims of ints or tw::none and out_dims of ints");
+      static_assert((fz::is_plain_v<A> && ...),
+                    "vmap: strategy::fused and ::packets need plain arguments (numbers, tensors), not values of an enclosing transform");
       // randomness=same or different: batching rules, which draw once for all examples or one
-      // example at a time (the per-example loops do not restore the generator per example).
-      using Batched = vmap_transform<F, InDims, OutDims, strategy::batched_t, Floor>;
-      if constexpr (std::is_same_v<decltype(Batched{f, in, out, opts}(a...)),
-                                   decltype(detail::try_fused_vmap<Strategy>(f, in, out, opts.randomness, a...))>) {
-        if (opts.randomness != randomness_kind::error) return Batched{f, in, out, opts}(a...);
-      } else if (opts.randomness != randomness_kind::error) {
-        throw error("vmap: strategy::fused and ::packets take randomness=error only for this f; use strategy::batched");
+      // example at a time.
+      if (opts.randomness != randomness_kind::error) return {};
+      const std::int64_t bs = fz::batch_size(in, a...);
+      if (bs == 0) throw error(std::is_same_v<Strategy, strategy::fused_t> ? "vmap: strategy::fused needs at least one example"
+                                                                          : "vmap: strategy::packets needs at least one example");
+      if constexpr (std::is_same_v<Strategy, strategy::packets_t>) {
+        return {P::packets, bs, 0, 0, fz::packet_size(in, a...)};
+      } else {
+        if constexpr (fz::scalar_candidate<F, InDims, A...>())
+          if (fz::scalar_examples<InDims>(a...)) return {numbers_loop<A...>() ? P::loop : P::per_example, bs, 0, 0, 0, true};
+        return {P::per_example, bs};
       }
-      return detail::try_fused_vmap<Strategy>(f, in, out, opts.randomness, a...);  // per example / per packet (fused_vmap.hpp)
+    } else if constexpr (automatic_forms<A...>()) {
+      // (Packets restore the generator per packet: randomness=same too.)
+      if (opts.chunk_size > 0 || opts.randomness == randomness_kind::different) return {};
+      if (plain_run) {
+        if constexpr (numbers_loop<A...>())
+          if (const std::int64_t bs = ff::batch_size(ff::rows_at<sizeof...(A), 0>(in, std::index_sequence_for<A...>{}), a...); bs > 0)
+            return {P::loop, bs};
+        if constexpr (requires { F::forward_path; })
+          if (const auto c = ff::choose_rows<batched_t<A...>, 0, F, InDims, OutDims>(in, a...); c.bs > 0) return {P::loop, c.bs, c.arg, c.rows};
+      }
+      const std::int64_t bs = fz::batch_size(in, a...);
+      if (const std::int64_t packet = fz::automatic_packet(bs, fz::example_numbers(in, a...))) return {P::packets, bs, 0, 0, packet};
+    }
+    return {};
+  }
+
+  /// Runs plan p (see plan()).
+  template <class... A>
+  auto run_plan(const detail::vmap_plan& p, const A&... a) const {
+    namespace ff = detail::fused_fixed;
+    namespace fz = detail::fused;
+    using P = detail::vmap_plan;
+    if constexpr (ff::involved<InDims, A...>()) {
+      if constexpr (fixed_loop<A...>())
+        if (p.form == P::loop) return ff::run<F, InDims>(f, out, p.bs, a...);
+      return on_tensors(a...);
+    } else if constexpr (std::is_same_v<Strategy, strategy::fused_t> || std::is_same_v<Strategy, strategy::packets_t>) {
+      using R = decltype(strategy_result(a...));
+      if (p.form == P::batched) {
+        using Batched = vmap_transform<F, InDims, OutDims, strategy::batched_t, Floor>;
+        if constexpr (std::is_same_v<decltype(Batched{f, in, out, opts}(a...)), R>) return Batched{f, in, out, opts}(a...);
+        else throw error("vmap: strategy::fused and ::packets take randomness=error only for this f; use strategy::batched");
+      }
+      if constexpr (std::is_same_v<Strategy, strategy::packets_t>) {
+        return fz::run_packets(f, in, out, p.bs, p.packet, opts.randomness, a...);
+      } else {
+        if constexpr (fz::scalar_candidate<F, InDims, A...>()) {
+          if constexpr (numbers_loop<A...>())
+            if (p.form == P::loop) return ff::run<F, numbers_in<A...>>(f, out, p.bs, a...);
+          if (p.scalar) return fz::run<true>(f, in, out, p.bs, a...);
+        }
+        return fz::run<false>(f, in, out, p.bs, a...);
+      }
     } else {
-      static_assert((is_pytree_v<A> && ...), "vmap: arguments must be numbers, tensors or pytrees of them");
-      constexpr int L = pytree_level<A...>() + 1;
-      auto batched_run = [&] {
-        return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
-      };
-      if constexpr (std::is_same_v<Strategy, strategy::automatic_t> && fused_applies<A...>() && detail::is_flat_out_dims_v<OutDims> &&
-                    detail::fused::plain_result_v<decltype(batched_run())>) {
-        // (The per-example rows do not restore the generator per example: randomness=error only.
-        // Packets do per packet: randomness=same too.)
-        if (opts.chunk_size <= 0 && opts.randomness != randomness_kind::different) {
-          using R = decltype(batched_run());
-          if (opts.randomness == randomness_kind::error)
-            if (auto rows = detail::fused_fixed::try_automatic_rows<R>(f, in, out, a...)) return std::move(*rows);  // [B, N], N small
-          auto r = detail::try_fused_vmap<Strategy>(f, in, out, opts.randomness, a...);  // packets when they pay (fused_vmap.hpp)
-          if constexpr (std::is_same_v<decltype(r), std::optional<decltype(batched_run())>>)
-            if (r) return std::move(*r);
+      if constexpr (automatic_forms<A...>()) {
+        using R = batched_t<A...>;
+        if (p.form == P::loop) {
+          // An op that takes fixed values only in part (sum over one dim of a matrix, with
+          // keepdim) says so with a tower::error on the first example: batching rules then run
+          // f, and report any error of f's own again.
+          try {
+            if constexpr (numbers_loop<A...>())
+              if (p.rows == 0) return ff::run<F, numbers_in<A...>>(f, out, p.bs, a...);
+            if constexpr (requires { F::forward_path; }) return ff::run_rows<R, 0, 1>(f, in, out, {p.bs, p.rows_arg, p.rows}, a...);
+          } catch (const error&) {
+          }
+        } else if (p.form == P::packets) {
+          if constexpr (std::is_same_v<decltype(fz::run_packets(f, in, out, p.bs, p.packet, opts.randomness, a...)), R>)
+            return fz::run_packets(f, in, out, p.bs, p.packet, opts.randomness, a...);
         }
       }
-      return batched_run();
+      return batched_run(a...);
     }
+  }
+
+  template <class... A>
+  auto batched_run(const A&... a) const {
+    constexpr int L = pytree_level<A...>() + 1;
+    return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
+  }
+  template <class... A> using batched_t = decltype(std::declval<const vmap_transform&>().batched_run(std::declval<const A&>()...));
+
+  /// strategy::automatic's other forms (loops, packets) apply to these types: plain arguments,
+  /// in_dims of ints and none, out_dims of ints, a result of numbers and tensors.
+  template <class... A>
+  static constexpr bool automatic_forms() {
+    if constexpr (!std::is_same_v<Strategy, strategy::automatic_t> || !fused_applies<A...>() || !detail::is_flat_out_dims_v<OutDims>) return false;
+    else return detail::fused::plain_result_v<batched_t<A...>>;
+  }
+
+  /// strategy::fused's result type (the per-example forms').
+  template <class... A>
+  auto strategy_result(const A&... a) const {
+    if constexpr (std::is_same_v<Strategy, strategy::packets_t>) return detail::fused::run_packets(f, in, out, 1, 1, opts.randomness, a...);
+    else return detail::fused::run<false>(f, in, out, 1, a...);
+  }
+
+  template <class... A> using numbers_in = detail::fused_fixed::numbers_in_t<InDims, A...>;
+  /// The loop on numbers (every batched argument [B]) for a first-order transform f.
+  template <class... A>
+  static constexpr bool numbers_loop() {
+    if constexpr (std::is_same_v<Strategy, strategy::fused_t>) {
+      if constexpr (!detail::fused::scalar_candidate<F, InDims, A...>()) return false;
+      else return detail::fused_fixed::loop_ok<decltype(detail::fused::run<true>(std::declval<const F&>(), std::declval<const InDims&>(), std::declval<const OutDims&>(), 1, std::declval<const A&>()...)), F, numbers_in<A...>, OutDims, A...>();
+    } else if constexpr (!automatic_forms<A...>() || !detail::fused_fixed::first_order<F>()) {
+      return false;
+    } else {
+      return detail::fused_fixed::loop_ok<batched_t<A...>, F, numbers_in<A...>, OutDims, A...>();
+    }
+  }
+
+  /// The loop on tw::fixed_rows / tw::fixed arguments as given.
+  template <class... A>
+  static constexpr bool fixed_loop() {
+    if constexpr (std::is_same_v<Strategy, strategy::batched_t> || std::is_same_v<Strategy, strategy::packets_t> || !detail::is_flat_out_dims_v<OutDims>) return false;
+    else if constexpr (!detail::fused_fixed::applies<F, InDims, A...>()) return false;
+    else return std::is_same_v<decltype(detail::fused_fixed::run<F, InDims>(std::declval<const F&>(), std::declval<const OutDims&>(), 1, std::declval<const A&>()...)),
+                               decltype(std::declval<const vmap_transform&>().on_tensors(std::declval<const A&>()...))>;
   }
 
  private:
@@ -315,30 +427,21 @@ struct vmap_transform {
     return vmap_transform<F, All, OutDims, Strategy, Floor>{f, All{{(static_cast<void>(sizeof(A)), d)...}}, out, opts};
   }
 
-  /// vmap with tw::fixed_rows entries or tw::fixed arguments: the per-example loop on fixed
-  /// values when it applies, else this vmap on tensors with each fixed_rows<N> entry 0.
+ public:
+  /// vmap with tw::fixed_rows entries or tw::fixed arguments on tensors: each fixed_rows<N>
+  /// entry 0, each fixed argument a tensor. When the loop applies but declines at run time
+  /// (chunk_size, randomness, no examples), automatic's other forms decline for the same
+  /// reasons: batching rules run, and with in_dims for "0 everywhere" this is the instantiation
+  /// vmap(f, strategy::batched) makes, not one more copy of the batched form (compile time).
   template <class... A>
-  auto run_fixed(const A&... a) const {
+  auto on_tensors(const A&... a) const {
     namespace ff = detail::fused_fixed;
     constexpr bool loop = !std::is_same_v<Strategy, strategy::batched_t> && !std::is_same_v<Strategy, strategy::packets_t> &&
                           detail::is_flat_out_dims_v<OutDims> && ff::applies<F, InDims, A...>();
-    // When the loop applies but declines at run time (chunk_size, randomness, no examples),
-    // automatic's other forms decline for the same reasons: batching rules run, and with
-    // in_dims for "0 everywhere" this is the instantiation vmap(f, strategy::batched) makes, not
-    // one more copy of the batched form (compile time).
     using Fallback = std::conditional_t<loop && std::is_same_v<Strategy, strategy::automatic_t>, strategy::batched_t, Strategy>;
-    auto on_tensors = [&] {
-      const auto plain_in = ff::plain_in_dims(in);
-      const vmap_transform<F, std::remove_cvref_t<decltype(plain_in)>, OutDims, Fallback, Floor> v{f, plain_in, out, opts};
-      return [&]<std::size_t... I>(std::index_sequence<I...>) { return v(ff::plain_arg<InDims, I>(a)...); }(std::index_sequence_for<A...>{});
-    };
-    if constexpr (loop) {
-      if constexpr (std::is_same_v<decltype(ff::run<F, InDims>(f, out, 1, a...)), decltype(on_tensors())>) {
-        if (opts.chunk_size <= 0 && opts.randomness == randomness_kind::error)
-          if (const std::int64_t bs = ff::batch_size(in, a...); bs > 0) return ff::run<F, InDims>(f, out, bs, a...);
-      }
-    }
-    return on_tensors();
+    const auto plain_in = ff::plain_in_dims(in);
+    const vmap_transform<F, std::remove_cvref_t<decltype(plain_in)>, OutDims, Fallback, Floor> v{f, plain_in, out, opts};
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return v(ff::plain_arg<InDims, I>(a)...); }(std::index_sequence_for<A...>{});
   }
 
   /// The fused and packet forms (fused_vmap.hpp) take in_dims entries that are ints or none for
