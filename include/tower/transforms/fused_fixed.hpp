@@ -275,7 +275,7 @@ TOWER_NO_ALIAS_LOOP
       if constexpr (!one_copy)
         for (; i < n; ++i) put(i);
     }
-    auto results = std::make_tuple(std::get<K>(cols).finish(bs, fused::out_dim<OutDims, K>(out))...);
+    auto results = std::make_tuple(std::get<K>(cols).finish(bs, out_dim_at<OutDims, K>(out))...);
     if constexpr (C == 1 && !requires { typename std::tuple_size<R>::type; }) return std::get<0>(std::move(results));
     else return results;
   }(std::make_index_sequence<C>{});
@@ -346,15 +346,16 @@ auto plain_arg(const X& x) {
 namespace tower::detail::fused_fixed {
 
 /// InDims (of ints and none, or empty for "0 everywhere") spelled out, one entry per argument,
-/// with entry P (if any) replaced by fixed_rows<N>.
+/// with entry P (if any) replaced by fixed_rows<N>. (A function template, not a generic lambda:
+/// clang would instantiate fixed_rows<N> in the discarded branch.)
+template <std::size_t J, std::size_t P, int N, class InDims>
+auto rows_entry(const InDims& in) {
+  if constexpr (J == P) return fixed_rows_t<N>{};
+  else return in_dim_at<InDims, J>(in);
+}
 template <std::size_t P, int N, class InDims, std::size_t... I>
 auto rows_at(const InDims& in, std::index_sequence<I...>) {
-  auto entry = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
-    if constexpr (J == P) return fixed_rows_t<N>{};
-    else return fused::in_dim<InDims, J>(in);
-  };
-  return in_dims_t<std::remove_cvref_t<decltype(entry(std::integral_constant<std::size_t, I>{}))>...>{
-      {entry(std::integral_constant<std::size_t, I>{})...}};
+  return in_dims_t<decltype(rows_entry<I, P, N>(in))...>{{rows_entry<I, P, N>(in)...}};
 }
 
 /// Whether the loop runs f with in_dims In and gives the result type R of the form it stands in for.
@@ -392,7 +393,7 @@ rows_choice choose_rows(const InDims& in, const A&... a) {
     using X = std::remove_cvref_t<std::tuple_element_t<P, std::tuple<A...>>>;
     if constexpr (is_tensor_v<X> && fused::is_batched_arg_v<InDims, P>) {
       const auto& x = std::get<P>(std::tie(a...));
-      if (const std::int64_t d = fused::in_dim<InDims, P>(in); x.dim() == 2 && (d == 0 || d == -2))
+      if (const std::int64_t d = in_dim_at<InDims, P>(in); x.dim() == 2 && (d == 0 || d == -2))
         if (const std::int64_t bs = rows_batch<R, P, 1, F, InDims, OutDims>(in, x.size(1), a...); bs > 0) return {bs, P, x.size(1)};
     }
     return choose_rows<R, P + 1, F, InDims, OutDims>(in, a...);

@@ -99,15 +99,30 @@ concept vmap_strategy =
     std::is_same_v<S, strategy::automatic_t> || std::is_same_v<S, strategy::fused_t> || std::is_same_v<S, strategy::batched_t> ||
     std::is_same_v<S, strategy::packets_t>;
 
+namespace detail {
+
+/// in_dims' entry for argument N (in_dims(d) for every argument, none given: 0).
+template <class InDims, std::size_t N>
+auto in_dim_at(const InDims& in) {
+  if constexpr (std::is_same_v<InDims, in_dims_all_t>) return in.dim;
+  else if constexpr (std::tuple_size_v<decltype(in.dims)> == 0) return std::int64_t{0};
+  else return std::get<N>(in.dims);
+}
+
+/// out_dims' entry for output N of a flat out_dims (one entry: for every output).
+template <class OutDims, std::size_t N>
+std::int64_t out_dim_at(const OutDims& out) {
+  if constexpr (std::tuple_size_v<decltype(out.dims)> == 0) return 0;
+  else if constexpr (std::tuple_size_v<decltype(out.dims)> == 1) return std::get<0>(out.dims);
+  else return std::get<N>(out.dims);
+}
+
+}  // namespace detail
+
 namespace detail::fused {
 
 template <class InDims, std::size_t I>
-auto in_dim(const InDims& in) {
-  if constexpr (std::tuple_size_v<decltype(in.dims)> == 0) return std::int64_t{0};
-  else return std::get<I>(in.dims);
-}
-template <class InDims, std::size_t I>
-inline constexpr bool is_batched_arg_v = !std::is_same_v<std::remove_cvref_t<decltype(in_dim<InDims, I>(std::declval<InDims>()))>, none_t>;
+inline constexpr bool is_batched_arg_v = !std::is_same_v<std::remove_cvref_t<decltype(in_dim_at<InDims, I>(std::declval<InDims>()))>, none_t>;
 
 template <class OutDims, std::size_t I>
 std::int64_t out_dim(const OutDims& out) {
@@ -193,7 +208,7 @@ template <class R> struct stack_all {
   explicit stack_all(std::int64_t b) : s(b) {}
   void put(std::int64_t b, const R& r) { s.put(b, r); }
   void put_rows(std::int64_t b0, const R& r) { s.put_rows(b0, r); }
-  template <class OutDims> auto finish(const OutDims& out) { return s.finish(out_dim<OutDims, 0>(out)); }
+  template <class OutDims> auto finish(const OutDims& out) { return s.finish(out_dim_at<OutDims, 0>(out)); }
 };
 template <class... R> struct stack_all<std::tuple<R...>> {
   std::tuple<stacker<R>...> s;
@@ -206,7 +221,7 @@ template <class... R> struct stack_all<std::tuple<R...>> {
   }
   template <class OutDims> auto finish(const OutDims& out) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::make_tuple(std::get<I>(s).finish(out_dim<OutDims, I>(out))...);
+      return std::make_tuple(std::get<I>(s).finish(out_dim_at<OutDims, I>(out))...);
     }(std::index_sequence_for<R...>{});
   }
 };
@@ -223,7 +238,7 @@ template <class InDims, bool Scalar, std::size_t I, class X>
 auto prepare(const InDims& in, const X& x) {
   if constexpr (is_batched_arg_v<InDims, I>) {
     static_assert(is_tensor_v<X>, "vmap: a scalar argument cannot be batched; give it tw::none in in_dims");
-    return sliced<X, Scalar>(x, in_dim<InDims, I>(in));
+    return sliced<X, Scalar>(x, in_dim_at<InDims, I>(in));
   } else {
     return unbatched<X>{&x};
   }
@@ -250,7 +265,7 @@ struct example_types<InDims, Scalar, std::index_sequence<I...>, A...> {
 
 template <class InDims, std::size_t I, class X>
 void merge_one(const InDims& in, const X& x, std::int64_t& bs, std::string& first) {
-  if constexpr (is_batched_arg_v<InDims, I>) merge_batch_size(I, in_dim<InDims, I>(in), shape(x), bs, first);
+  if constexpr (is_batched_arg_v<InDims, I>) merge_batch_size(I, in_dim_at<InDims, I>(in), shape(x), bs, first);
 }
 
 /// The batch size without building messages; ok = false sends batch_size to the checked path.
@@ -258,7 +273,7 @@ template <class InDims, std::size_t I, class X>
 void merge_fast(const InDims& in, const X& x, std::int64_t& bs, bool& ok) {
   if constexpr (is_batched_arg_v<InDims, I>) {
     if constexpr (is_tensor_v<X>) {
-      const std::int64_t r = x.dim(), d = in_dim<InDims, I>(in);
+      const std::int64_t r = x.dim(), d = in_dim_at<InDims, I>(in);
       if (d < -r || d >= r) {
         ok = false;
         return;
@@ -324,7 +339,7 @@ inline constexpr std::int64_t packet_numbers = 4096;
 template <class InDims, std::size_t I, class X>
 std::int64_t example_numel(const InDims& in, const X& x) {
   if constexpr (is_batched_arg_v<InDims, I> && is_tensor_v<X>) {
-    const std::int64_t r = x.dim(), d0 = in_dim<InDims, I>(in), d = d0 < 0 ? d0 + r : d0;
+    const std::int64_t r = x.dim(), d0 = in_dim_at<InDims, I>(in), d = d0 < 0 ? d0 + r : d0;
     const std::int64_t n = d >= 0 && d < r ? x.size(d) : 0;
     return n > 0 ? x.numel() / n : 1;
   } else {
@@ -384,7 +399,7 @@ auto run_packets(const F& f, const InDims& in, const OutDims& out, std::int64_t 
     return std::make_tuple([&]() {
       if constexpr (is_batched_arg_v<InDims, I>) {
         static_assert(is_tensor_v<A>, "vmap: a scalar argument cannot be batched; give it tw::none in in_dims");
-        const std::int64_t r = a.dim(), d0 = in_dim<InDims, I>(in), d = d0 < 0 ? d0 + r : d0;
+        const std::int64_t r = a.dim(), d0 = in_dim_at<InDims, I>(in), d = d0 < 0 ? d0 + r : d0;
         return d == 0 ? a : kernels::movedim(a, d, 0);
       } else {
         return unbatched<A>{&a};

@@ -38,20 +38,6 @@ namespace tower {
 
 namespace detail {
 
-template <class InDims, std::size_t N>
-auto in_dim_at(const InDims& in) {
-  if constexpr (std::is_same_v<InDims, in_dims_all_t>) return in.dim;
-  else if constexpr (std::tuple_size_v<decltype(in.dims)> == 0) return std::int64_t{0};
-  else return std::get<N>(in.dims);
-}
-
-template <class OutDims, std::size_t N>
-std::int64_t out_dim_at(const OutDims& out) {
-  if constexpr (std::tuple_size_v<decltype(out.dims)> == 0) return 0;
-  else if constexpr (std::tuple_size_v<decltype(out.dims)> == 1) return std::get<0>(out.dims);
-  else return std::get<N>(out.dims);
-}
-
 /// A struct of member_dim entries (D) needs an argument of the same struct template (X).
 template <class D, class X>
 constexpr bool check_member_dims() {
@@ -377,7 +363,11 @@ struct vmap_transform {
     constexpr int L = pytree_level<A...>() + 1;
     return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
   }
-  template <class... A> using batched_t = decltype(std::declval<const vmap_transform&>().batched_run(std::declval<const A&>()...));
+  template <class... A>
+  static auto batched_type() {  // (a function body: the class is complete there, for clang)
+    return std::type_identity<decltype(std::declval<const vmap_transform&>().batched_run(std::declval<const A&>()...))>{};
+  }
+  template <class... A> using batched_t = typename decltype(batched_type<A...>())::type;
 
   /// strategy::automatic's other forms (loops, packets) apply to these types: plain arguments,
   /// in_dims of ints and none, out_dims of ints, a result of numbers and tensors.
