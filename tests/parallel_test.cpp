@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tests/check.hpp"
@@ -157,17 +158,105 @@ TEST_CASE("parallel: the batch splits into equal grains, run on the pool's threa
     return tw::sin(x) * 2.0;
   };
   REQUIRE(same_bits(tw::vmap(f, tw::parallel(4, 64))(X), tw::sin(X) * 2.0));
-  // 2000 / 64: 32 grains of 62 or 63 examples.
-  REQUIRE(sizes.size() == 32);
-  for (const std::int64_t n : sizes) REQUIRE((n == 62 || n == 63));
+  // Example 0 alone first (it shows the output's shape), then 2000 / 64: 32 grains of 62 or 63
+  // examples.
+  REQUIRE(sizes.size() == 33);
+  REQUIRE(sizes.front() == 1);
+  for (std::size_t k = 1; k < sizes.size(); ++k) REQUIRE((sizes[k] == 62 || sizes[k] == 63));
   WARN("grains ran on " << threads.size() << " threads");
   // The automatic grain: at least 1024 examples, so 2000 examples make two grains and 1000 one.
   sizes.clear();
   (void)tw::vmap(f, tw::parallel(4))(X);
-  REQUIRE(sizes == std::vector<std::int64_t>{1000, 1000});
+  REQUIRE(sizes.size() == 3);
+  REQUIRE(sizes[0] == 1);
+  REQUIRE(sizes[1] == 1000);
+  REQUIRE(sizes[2] == 1000);
   sizes.clear();
   (void)tw::vmap(f, tw::parallel(4))(tw::kernels::narrow(X, 0, 0, 1000));
   REQUIRE(sizes == std::vector<std::int64_t>{1000});
+}
+
+TEST_CASE("parallel: grains read their examples in place, without copies") {
+  // A slice along dim 0 shares its tensor's storage; writing to it copies first.
+  const tensor<double> X = sample({2000, 5}, -1, 1, 22);
+  tensor<double> v = tw::detail::leading_rows(X, 2, 3);
+  REQUIRE(v.shape() == tw::shape_t{3, 5});
+  REQUIRE(v.numel() == 15);
+  REQUIRE(std::as_const(v).data() == X.data() + 10);
+  REQUIRE(v(1, 4) == X(3, 4));
+  REQUIRE(v.values() == std::vector<double>(X.data() + 10, X.data() + 25));
+  const double before = X(2, 0);
+  v(0, 0) = 42;
+  REQUIRE(X(2, 0) == before);
+  REQUIRE(v(0, 0) == 42);
+  REQUIRE(v(2, 4) == X(4, 4));
+  const tensor<double> all = tw::detail::leading_rows(X, 0, 2000);
+  REQUIRE(all.data() == X.data());
+  // Batching rules see each grain's rows inside X's storage.
+  std::mutex m;
+  std::vector<const double*> seen;
+  auto f = [&](auto x) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      seen.push_back(std::as_const(x.value).data());
+    }
+    return tw::cos(x) + x;
+  };
+  REQUIRE(same_bits(tw::vmap(f, tw::parallel(4, 64))(X), tw::vmap(f)(X)));
+  REQUIRE(seen.size() == 1 + 32 + 1);  // the parallel call's example 0 and 32 grains, the serial call
+  for (const double* p : seen) {
+    REQUIRE(p >= X.data());
+    REQUIRE(p < X.data() + X.numel());
+    REQUIRE((p - X.data()) % 5 == 0);
+  }
+}
+
+TEST_CASE("parallel: the fixed-rows loop and the runtime program write into the rows lent to them") {
+  const tensor<double> R = rows(300, 3, 23);
+  std::function<value(value)> e = [](value r) { return energy(r); };
+  const tensor<double> want = tw::vmap(tw::grad(energy))(R);
+  const tensor<double> want_runtime = tw::vmap(tw::grad(e))(R).to_tensor();
+  const tensor<double> P = rows(500, 8, 24);
+  const tensor<double> want_hessians = tw::vmap(tw::hessian(hessian_f))(P);
+  for (const std::int64_t start : {0, 100, 200}) {
+    // Rows [start, start + 300) of a larger output, as tw::parallel lends a grain its rows.
+    tensor<double> whole = tw::zeros<double>({600, 3});
+    tensor<double> lent = tw::detail::leading_rows(whole, start, 300);
+    const double* at = std::as_const(whole).data() + start * 3;  // (const: no copy-on-write)
+    {
+      const tw::detail::lend_output<double> loan(lent);
+      const tensor<double> r = tw::vmap(tw::grad(energy))(R);  // the fixed-rows loop
+      REQUIRE(r.data() == at);
+      REQUIRE(same_bits(r, want));
+      REQUIRE(tw::detail::lent_output_slot<double>() == nullptr);  // taken once
+      const tensor<double> again = tw::vmap(tw::grad(energy))(R);
+      REQUIRE(again.data() != at);
+    }
+    REQUIRE(same_bits(tw::detail::leading_rows(whole, start, 300), want));
+    {
+      const tw::detail::lend_output<double> loan(lent);
+      const tensor<double> r = tw::vmap(tw::grad(e))(R).to_tensor();  // the runtime path's fused program
+      REQUIRE(r.data() == at);
+      REQUIRE(same_bits(r, want_runtime));
+    }
+    {
+      // A loan of another size is not taken, and ends with its scope.
+      const tw::detail::lend_output<double> loan(lent);
+      const tensor<double> h = tw::vmap(tw::hessian(hessian_f))(P);
+      REQUIRE(same_bits(h, want_hessians));
+      REQUIRE(tw::detail::lent_output_slot<double>() == &lent);
+    }
+    REQUIRE(tw::detail::lent_output_slot<double>() == nullptr);
+  }
+  // Hessians write their rows too: [B, 8, 8].
+  tensor<double> whole = tw::zeros<double>({1000, 8, 8});
+  tensor<double> lent = tw::detail::leading_rows(whole, 500, 500);
+  {
+    const tw::detail::lend_output<double> loan(lent);
+    const tensor<double> h = tw::vmap(tw::hessian(hessian_f))(P);
+    REQUIRE(h.data() == std::as_const(whole).data() + 500 * 64);
+    REQUIRE(same_bits(h, want_hessians));
+  }
 }
 
 TEST_CASE("parallel: vmap(grad(f), parallel) equals a loop over examples") {
@@ -275,7 +364,7 @@ TEST_CASE("parallel: an exception in one grain reaches the caller, and every thr
   // Every pool thread: an empty stack and grad mode on.
   std::atomic<int> bad{0};
   tbb::parallel_for(0, 256, [&](int) {
-    if (tw::interpreter_stack_depth() != 0 || !tw::is_grad_enabled()) ++bad;
+    if (tw::interpreter_stack_depth() != 0 || !tw::is_grad_enabled() || tw::detail::lent_output_slot<double>() != nullptr) ++bad;
   });
   REQUIRE(bad.load() == 0);
 #endif

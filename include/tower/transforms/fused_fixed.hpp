@@ -25,6 +25,7 @@
 #include "tower/force_inline.hpp"
 #include "tower/fixed.hpp"
 #include "tower/kernels.hpp"
+#include "tower/lent_rows.hpp"
 #include "tower/tensor.hpp"
 #include "tower/transforms/fused_vmap.hpp"
 #include "tower/transforms/options.hpp"
@@ -158,22 +159,26 @@ template <class C>
 struct column {
   using T = fixeds::scalar_t<C>;
   static constexpr std::int64_t width = fixeds::numel<C>();
-  buffer<T> data;
-  explicit column(std::int64_t bs) : data(static_cast<std::size_t>(bs * width)) {}
-  [[gnu::always_inline]] inline void store(std::int64_t b, const C& c) {
-    T* o = data.data() + b * width;
-    [&]<std::size_t... E>(std::index_sequence<E...>) {
-      ((o[E] = static_cast<T>(fixeds::flat<E>(c))), ...);
-    }(std::make_index_sequence<static_cast<std::size_t>(width)>{});
-  }
-  tensor<T> finish(std::int64_t bs, std::int64_t out_dim) {
+  T* p = nullptr;
+  tensor<T> data;  // new, or the rows tw::parallel lends (lent_rows.hpp)
+  explicit column(std::int64_t bs) : data(new_output<T>(shape(bs), p)) {}
+  static shape_t shape(std::int64_t bs) {
     shape_t s{bs};
     if constexpr (is_fixed_v<C>) {
       const shape_t e = fixed_shape<C>();
       s.insert(s.end(), e.begin(), e.end());
     }
-    tensor<T> t(s, std::move(data));
-    const std::int64_t d = tensor<T>::normalize_dim(out_dim, static_cast<std::int64_t>(s.size()));
+    return s;
+  }
+  [[gnu::always_inline]] inline void store(std::int64_t b, const C& c) {
+    T* o = p + b * width;
+    [&]<std::size_t... E>(std::index_sequence<E...>) {
+      ((o[E] = static_cast<T>(fixeds::flat<E>(c))), ...);
+    }(std::make_index_sequence<static_cast<std::size_t>(width)>{});
+  }
+  tensor<T> finish(std::int64_t out_dim) {
+    tensor<T> t = std::move(data);
+    const std::int64_t d = tensor<T>::normalize_dim(out_dim, t.dim());
     return d == 0 ? t : kernels::movedim(t, 0, d);
   }
 };
@@ -234,7 +239,7 @@ TOWER_NO_ALIAS_LOOP
       }
       for (; i < bs; ++i) put(i);
     }
-    auto results = std::make_tuple(std::get<K>(cols).finish(bs, fused::out_dim<OutDims, K>(out))...);
+    auto results = std::make_tuple(std::get<K>(cols).finish(fused::out_dim<OutDims, K>(out))...);
     if constexpr (C == 1 && !requires { typename std::tuple_size<R>::type; }) return std::get<0>(std::move(results));
     else return results;
   }(std::make_index_sequence<C>{});
