@@ -303,6 +303,71 @@ TEST_CASE("parallel: inside grad and jacrev it runs serially and gives the seria
   require_close(tw::grad(outer)(value(0.7)).item(), sum_y, 1e-12);
 }
 
+namespace {
+// The threads where f ran on a grad's values over a grain (a per-example VJP of the backward
+// pass: the serial backward calls f with vmap's values of grad's instead). A captureless f
+// records to globals.
+std::mutex recorded_mutex;
+std::set<std::thread::id> recorded_threads;
+struct per_example_f {
+  auto operator()(auto x) const {
+    bool grads = false;
+    if constexpr (requires { decltype(x)::key; }) grads = decltype(x)::key == tw::transform_type::grad;
+    else if constexpr (tw::is_dyn_v<decltype(x)>) grads = x.level() > 0 && x.get().key == tw::transform_type::grad;
+    if (grads) {
+      std::lock_guard<std::mutex> lock(recorded_mutex);
+      recorded_threads.insert(std::this_thread::get_id());
+    }
+    return tw::sin(x) * tw::sum(x * x) + tw::exp(-x);
+  }
+};
+}  // namespace
+
+TEST_CASE("parallel: the backward pass through a parallel vmap runs per grain, with the serial bits") {
+  const auto p = tw::parallel(4, 64);
+  const per_example_f f;
+  auto loss = [p](auto x) { return tw::sum(tw::vmap(per_example_f{}, p)(x) * 0.5); };
+  auto loss_serial = [](auto x) { return tw::sum(tw::vmap(per_example_f{})(x) * 0.5); };
+  for (const std::int64_t b : batch_sizes) {
+    INFO("B = " << b);
+    const tensor<double> X = sample({b, 4}, -1, 1, 30);
+    require_same_outcome([&] { return tw::grad(loss_serial)(X); }, [&] { return tw::grad(loss)(X); });
+  }
+  // The per-example VJPs ran on the pool's threads (f is called with grad's values there).
+  const tensor<double> X = sample({3000, 4}, -1, 1, 31);
+  recorded_threads.clear();
+  const tensor<double> g = tw::grad(loss)(X);
+  REQUIRE(!recorded_threads.empty());
+  WARN("the backward pass ran on " << recorded_threads.size() << " threads");
+  REQUIRE(same_bits(g, tw::grad(loss_serial)(X)));
+  // A loop over examples: d/dx of 0.5 * sum(f(x)).
+  for (std::int64_t e = 0; e < 3000; e += 101) {
+    const tensor<double> x = tw::reshape(tw::kernels::narrow(X, 0, e, 1), {4});
+    const tensor<double> ge = tw::grad([](auto v) { return tw::sum(per_example_f{}(v) * 0.5); })(x);
+    for (std::int64_t k = 0; k < 4; ++k) require_close(g(e, k), ge(k), 1e-12);
+  }
+  // The runtime path: runtime values (and a runtime grad) with a captureless f.
+  std::function<value(value)> lr = [p](value x) { return tw::sum(tw::vmap(per_example_f{}, p)(x) * 0.5); };
+  std::function<value(value)> lr_serial = [](value x) { return tw::sum(tw::vmap(per_example_f{})(x) * 0.5); };
+  for (const std::int64_t b : batch_sizes) {
+    INFO("runtime, B = " << b);
+    const tensor<double> Xb = sample({b, 4}, -1, 1, 35);
+    require_same_outcome([&] { return tw::grad(lr_serial)(value(Xb)); }, [&] { return tw::grad(lr)(value(Xb)); });
+  }
+  recorded_threads.clear();
+  REQUIRE(same_bits(tw::grad(lr)(value(X)), tw::grad(lr_serial)(value(X))));
+  REQUIRE(!recorded_threads.empty());
+  // vjp and jacrev through it; grad of grad (second order) stays exact.
+  const tensor<double> Xs = sample({70, 4}, -1, 1, 32);
+  REQUIRE(same_bits(tw::jacrev(tw::vmap(f, p))(Xs), tw::jacrev(tw::vmap(f))(Xs)));
+  const tensor<double> ct = sample({3000, 4}, -1, 1, 33);
+  REQUIRE(same_bits(std::get<0>(tw::vjp(tw::vmap(f, p), X).second(ct)), std::get<0>(tw::vjp(tw::vmap(f), X).second(ct))));
+  const tensor<double> V = sample({300, 4}, -1, 1, 34);
+  auto hvp = [&](auto l) { return tw::grad([&](auto x) { return tw::sum(tw::grad(l)(x) * V); })(tw::kernels::narrow(X, 0, 0, 300)); };
+  const tensor<double> h = hvp(loss), hs = hvp(loss_serial);
+  for (std::int64_t k = 0; k < h.numel(); ++k) require_close(h.data()[k], hs.data()[k], 1e-12);
+}
+
 TEST_CASE("parallel: nested parallel vmaps give the serial bits") {
   const tensor<double> X = sample({300, 5, 3}, -1, 1, 14);
   auto g = [](auto r) { return tw::sin(r) * tw::sum(r * r); };

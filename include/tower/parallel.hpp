@@ -304,12 +304,73 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
 
 namespace tower::detail {
 
+namespace par {
+/// A tensor wrapped by grad levels only (grad, vjp, jacrev's reverse pass): grad_value of
+/// grad_value ... of a tensor.
+template <class X> struct only_grad_levels : std::bool_constant<is_tensor_v<X>> {};
+template <class P, int L, class... Adj> struct only_grad_levels<grad_value<P, L, Adj...>> : only_grad_levels<P> {};
+
+/// vmap(f, parallel) of one tensor batched along dim 0, with one tensor out along dim 0, whose
+/// argument some grad records: one op on that grad's tape. Its base is the parallel vmap of f;
+/// its VJP the parallel vmap of f's per-example VJP, so the backward pass runs per grain too.
+template <class V>
+struct vmap_op {
+  static constexpr const char* name = "vmap(..., tw::parallel)";
+  V v;
+  parallel_t p;
+
+  template <class X> auto base(const X& x) const { return parallel_engine<V>::run(v, p, x); }
+  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+    auto example_vjp = [f = v.f](const auto& xe, const auto& ge) { return std::get<0>(tower::vjp(f, xe).second(ge)); };
+    return std::make_tuple(tower::vmap(example_vjp, p)(x, g));
+  }
+};
+
+/// The types for which a call of the parallel vmap V on A... may record one vmap_op (above):
+/// one argument and output, batched along dim 0, with f holding no values (a value of a live
+/// transform could reach it otherwise), and the argument wrapped by grad levels only (a
+/// runtime value: checked when called, by records_op).
+template <class V, class... A>
+constexpr bool may_record_op() {
+  using In = std::remove_cvref_t<decltype(std::declval<const V&>().in)>;
+  using Out = std::remove_cvref_t<decltype(std::declval<const V&>().out)>;
+  if constexpr (sizeof...(A) != 1 || !std::is_same_v<In, in_dims_t<>> || !std::is_same_v<Out, out_dims_t<>> || may_capture_values<V>())
+    return false;
+  else if constexpr ((is_dyn_v<A> && ...)) return true;
+  else if constexpr ((is_tensor_v<A> || ...) || !(only_grad_levels<std::remove_cvref_t<A>>::value && ...)) return false;
+  else return is_tensor_v<decltype(std::declval<const V&>()(std::declval<const typename base_type<A>::type&>()...))>;
+}
+
+inline bool only_grad_levels_now(const dyn::value& x) {
+  if (x.level() == 0) return false;  // plain: the parallel vmap itself
+  for (const dyn::value* v = &x; v->level() > 0; v = &v->get().inner)
+    if (v->get().key != transform_type::grad) return false;
+  return true;
+}
+template <class X>
+bool only_grad_levels_now(const X&) { return true; }  // static: by type
+
+template <class V, class... A>
+bool records_op(const V& v, const A&... a) {
+  return v.opts.randomness == randomness_kind::error && (only_grad_levels_now(a) && ...);
+}
+}  // namespace par
+
 template <class V>
 struct parallel_engine {
   static constexpr bool available = true;
 
   template <class... A>
   static auto run(const V& v, const parallel_t& p, const A&... a) {
+    if constexpr (par::may_record_op<V, A...>()) {
+      if (par::records_op(v, a...)) return call_op(par::vmap_op<V>{v, p}, a...);
+    }
+    return split(v, p, a...);
+  }
+
+ private:
+  template <class... A>
+  static auto split(const V& v, const parallel_t& p, const A&... a) {
     using R = decltype(v(a...));
     if constexpr (!par::splittable<V, R, A...>()) {
       return v(a...);
