@@ -375,10 +375,11 @@ struct parallel_engine {
     if constexpr (!par::splittable<V, R, A...>()) {
       return v(a...);
     } else {
-      if (!par::may_split(v, a...)) return v(a...);
+      // The batch size first: below one grain (or on an error the serial vmap reports) nothing
+      // else is looked at.
       const std::int64_t bs = par::batch_size(v, a...);
       const std::int64_t grain = par::grain_size(bs, p.grain);
-      if (bs <= grain) return v(a...);  // one grain (or an error the serial vmap reports)
+      if (bs <= grain || !par::may_split(v, a...)) return v(a...);
       return par::run_grains<R>(v, p, bs, grain, a...);
     }
   }
