@@ -309,14 +309,21 @@ namespace {
 // records to globals.
 std::mutex recorded_mutex;
 std::set<std::thread::id> recorded_threads;
+std::vector<std::int64_t> recorded_batches;  // the static path's: a grain's examples each
 struct per_example_f {
   auto operator()(auto x) const {
     bool grads = false;
-    if constexpr (requires { decltype(x)::key; }) grads = decltype(x)::key == tw::transform_type::grad;
-    else if constexpr (tw::is_dyn_v<decltype(x)>) grads = x.level() > 0 && x.get().key == tw::transform_type::grad;
+    std::int64_t batch = -1;
+    if constexpr (requires { decltype(x)::key; }) {
+      grads = decltype(x)::key == tw::transform_type::grad;
+      if constexpr (requires { x.primal.batch_size; }) batch = x.primal.batch_size;
+    } else if constexpr (tw::is_dyn_v<decltype(x)>) {
+      grads = x.level() > 0 && x.get().key == tw::transform_type::grad;
+    }
     if (grads) {
       std::lock_guard<std::mutex> lock(recorded_mutex);
       recorded_threads.insert(std::this_thread::get_id());
+      if (batch >= 0) recorded_batches.push_back(batch);
     }
     return tw::sin(x) * tw::sum(x * x) + tw::exp(-x);
   }
@@ -336,8 +343,13 @@ TEST_CASE("parallel: the backward pass through a parallel vmap runs per grain, w
   // The per-example VJPs ran on the pool's threads (f is called with grad's values there).
   const tensor<double> X = sample({3000, 4}, -1, 1, 31);
   recorded_threads.clear();
+  recorded_batches.clear();
   const tensor<double> g = tw::grad(loss)(X);
-  REQUIRE(!recorded_threads.empty());
+  // Example 0 alone, then 3000 / 64: 47 grains of 63 or 64 examples (the serial backward would
+  // see all 3000 at once).
+  REQUIRE(recorded_batches.size() == 48);
+  REQUIRE(recorded_batches.front() == 1);
+  for (std::size_t k = 1; k < recorded_batches.size(); ++k) REQUIRE((recorded_batches[k] == 63 || recorded_batches[k] == 64));
   WARN("the backward pass ran on " << recorded_threads.size() << " threads");
   REQUIRE(same_bits(g, tw::grad(loss_serial)(X)));
   // A loop over examples: d/dx of 0.5 * sum(f(x)).

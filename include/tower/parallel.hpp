@@ -313,6 +313,15 @@ template <class P, int L, class... Adj> struct only_grad_levels<grad_value<P, L,
 /// vmap(f, parallel) of one tensor batched along dim 0, with one tensor out along dim 0, whose
 /// argument some grad records: one op on that grad's tape. Its base is the parallel vmap of f;
 /// its VJP the parallel vmap of f's per-example VJP, so the backward pass runs per grain too.
+/// (x, ct) -> f's VJP at x for ct. It declares f as what it wraps: it holds no other value, so
+/// its parallel vmap splits while grad is live (static_level.hpp's may_capture_values).
+template <class F>
+struct example_vjp {
+  F f;
+  using wrapped_function = F;
+  template <class X, class C> auto operator()(const X& x, const C& ct) const { return std::get<0>(tower::vjp(f, x).second(ct)); }
+};
+
 template <class V>
 struct vmap_op {
   static constexpr const char* name = "vmap(..., tw::parallel)";
@@ -321,8 +330,7 @@ struct vmap_op {
 
   template <class X> auto base(const X& x) const { return parallel_engine<V>::run(v, p, x); }
   template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
-    auto example_vjp = [f = v.f](const auto& xe, const auto& ge) { return std::get<0>(tower::vjp(f, xe).second(ge)); };
-    return std::make_tuple(tower::vmap(example_vjp, p)(x, g));
+    return std::make_tuple(tower::vmap(example_vjp<decltype(v.f)>{v.f}, p)(x, g));
   }
 };
 
