@@ -455,6 +455,37 @@ TEST_CASE("parallel: an exception in one grain reaches the caller, and every thr
   REQUIRE(same_bits(tw::vmap(throws_user, tw::strategy::fused, tw::parallel(4, 64))(ok), tw::vmap(throws_user, tw::strategy::fused)(ok)));
 }
 
+namespace {
+// Refuses the poison example in the backward pass only: on grad's values over a grain.
+struct refuses_in_backward {
+  auto operator()(auto x) const {
+    if constexpr (requires { decltype(x)::key; }) {
+      if constexpr (decltype(x)::key == tw::transform_type::grad) {
+        const auto& rows = x.primal.value;  // the grain's examples, [n, 2]
+        for (std::int64_t k = 0; k < rows.numel(); ++k)
+          if (rows.data()[k] == poison) throw bad_example("example refused in the backward pass");
+      }
+    }
+    return tw::sin(x) * x;
+  }
+};
+}  // namespace
+
+TEST_CASE("parallel: an exception in a grain of the backward pass reaches the caller") {
+  tensor<double> X = sample({3000, 2}, 1, 2, 25);
+  X.data()[2 * 2222] = poison;
+  const auto p = tw::parallel(4, 64);
+  auto loss = [p](auto x) { return tw::sum(tw::vmap(refuses_in_backward{}, p)(x)); };
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE_THROWS_AS(tw::grad(loss)(X), bad_example);
+    REQUIRE(tw::interpreter_stack_depth() == 0);
+    REQUIRE(tw::is_grad_enabled());
+  }
+  X.data()[2 * 2222] = 1.5;
+  auto loss_serial = [](auto x) { return tw::sum(tw::vmap(refuses_in_backward{})(x)); };
+  REQUIRE(same_bits(tw::grad(loss)(X), tw::grad(loss_serial)(X)));
+}
+
 TEST_CASE("parallel: bad options are reported") {
   REQUIRE_THROWS_WITH(tw::parallel(0), "tower: vmap: tw::parallel(0): the thread count must be at least 1");
   REQUIRE_THROWS_WITH(tw::parallel(2, -1), "tower: vmap: tw::parallel: the grain size must be at least 0, got -1");
