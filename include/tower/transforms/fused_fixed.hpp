@@ -159,9 +159,17 @@ template <class C>
 struct column {
   using T = fixeds::scalar_t<C>;
   static constexpr std::int64_t width = fixeds::numel<C>();
-  T* p = nullptr;
-  tensor<T> data;  // new, or the rows tw::parallel lends (lent_rows.hpp)
-  explicit column(std::int64_t bs) : data(new_output<T>(shape(bs), p)) {}
+  buffer<T> data;
+  std::optional<tensor<T>> rows;  // the rows tw::parallel lends, when it does (lent_rows.hpp)
+  T* p;
+  explicit column(std::int64_t bs) {
+    if (lent_output<T>(bs * width)) [[unlikely]] {
+      rows = take_loan(lent_output_slot<T>(), shape(bs), p);
+    } else {
+      data = buffer<T>(static_cast<std::size_t>(bs * width));
+      p = data.data();
+    }
+  }
   static shape_t shape(std::int64_t bs) {
     shape_t s{bs};
     if constexpr (is_fixed_v<C>) {
@@ -176,8 +184,8 @@ struct column {
       ((o[E] = static_cast<T>(fixeds::flat<E>(c))), ...);
     }(std::make_index_sequence<static_cast<std::size_t>(width)>{});
   }
-  tensor<T> finish(std::int64_t out_dim) {
-    tensor<T> t = std::move(data);
+  tensor<T> finish(std::int64_t bs, std::int64_t out_dim) {
+    tensor<T> t = rows ? std::move(*rows) : tensor<T>(shape(bs), std::move(data));
     const std::int64_t d = tensor<T>::normalize_dim(out_dim, t.dim());
     return d == 0 ? t : kernels::movedim(t, 0, d);
   }
@@ -239,7 +247,7 @@ TOWER_NO_ALIAS_LOOP
       }
       for (; i < bs; ++i) put(i);
     }
-    auto results = std::make_tuple(std::get<K>(cols).finish(fused::out_dim<OutDims, K>(out))...);
+    auto results = std::make_tuple(std::get<K>(cols).finish(bs, fused::out_dim<OutDims, K>(out))...);
     if constexpr (C == 1 && !requires { typename std::tuple_size<R>::type; }) return std::get<0>(std::move(results));
     else return results;
   }(std::make_index_sequence<C>{});

@@ -201,7 +201,8 @@ std::optional<R> run_vmap_fused_program(const Call& call, const std::array<std::
     shape_t full = s;
     full.insert(full.begin(), bs);
     double* p = nullptr;
-    results.push_back(tower::detail::new_output<double>(std::move(full), p));  // (tw::parallel lends rows: lent_rows.hpp)
+    const std::int64_t n = numel_of(full);
+    results.push_back(tower::detail::new_output<double>(std::move(full), n, p));  // (tw::parallel lends rows: lent_rows.hpp)
     dst.push_back(p);
   }
   report.program->run(inputs, numel, bs, dst);
