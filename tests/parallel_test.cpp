@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tests/check.hpp"
@@ -157,17 +158,105 @@ TEST_CASE("parallel: the batch splits into equal grains, run on the pool's threa
     return tw::sin(x) * 2.0;
   };
   REQUIRE(same_bits(tw::vmap(f, tw::parallel(4, 64))(X), tw::sin(X) * 2.0));
-  // 2000 / 64: 32 grains of 62 or 63 examples.
-  REQUIRE(sizes.size() == 32);
-  for (const std::int64_t n : sizes) REQUIRE((n == 62 || n == 63));
+  // Example 0 alone first (it shows the output's shape), then 2000 / 64: 32 grains of 62 or 63
+  // examples.
+  REQUIRE(sizes.size() == 33);
+  REQUIRE(sizes.front() == 1);
+  for (std::size_t k = 1; k < sizes.size(); ++k) REQUIRE((sizes[k] == 62 || sizes[k] == 63));
   WARN("grains ran on " << threads.size() << " threads");
   // The automatic grain: at least 1024 examples, so 2000 examples make two grains and 1000 one.
   sizes.clear();
   (void)tw::vmap(f, tw::parallel(4))(X);
-  REQUIRE(sizes == std::vector<std::int64_t>{1000, 1000});
+  REQUIRE(sizes.size() == 3);
+  REQUIRE(sizes[0] == 1);
+  REQUIRE(sizes[1] == 1000);
+  REQUIRE(sizes[2] == 1000);
   sizes.clear();
   (void)tw::vmap(f, tw::parallel(4))(tw::kernels::narrow(X, 0, 0, 1000));
   REQUIRE(sizes == std::vector<std::int64_t>{1000});
+}
+
+TEST_CASE("parallel: grains read their examples in place, without copies") {
+  // A slice along dim 0 shares its tensor's storage; writing to it copies first.
+  const tensor<double> X = sample({2000, 5}, -1, 1, 22);
+  tensor<double> v = tw::detail::leading_rows(X, 2, 3);
+  REQUIRE(v.shape() == tw::shape_t{3, 5});
+  REQUIRE(v.numel() == 15);
+  REQUIRE(std::as_const(v).data() == X.data() + 10);
+  REQUIRE(v(1, 4) == X(3, 4));
+  REQUIRE(v.values() == std::vector<double>(X.data() + 10, X.data() + 25));
+  const double before = X(2, 0);
+  v(0, 0) = 42;
+  REQUIRE(X(2, 0) == before);
+  REQUIRE(v(0, 0) == 42);
+  REQUIRE(v(2, 4) == X(4, 4));
+  const tensor<double> all = tw::detail::leading_rows(X, 0, 2000);
+  REQUIRE(all.data() == X.data());
+  // Batching rules see each grain's rows inside X's storage.
+  std::mutex m;
+  std::vector<const double*> seen;
+  auto f = [&](auto x) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      seen.push_back(std::as_const(x.value).data());
+    }
+    return tw::cos(x) + x;
+  };
+  REQUIRE(same_bits(tw::vmap(f, tw::parallel(4, 64))(X), tw::vmap(f)(X)));
+  REQUIRE(seen.size() == 1 + 32 + 1);  // the parallel call's example 0 and 32 grains, the serial call
+  for (const double* p : seen) {
+    REQUIRE(p >= X.data());
+    REQUIRE(p < X.data() + X.numel());
+    REQUIRE((p - X.data()) % 5 == 0);
+  }
+}
+
+TEST_CASE("parallel: the fixed-rows loop and the runtime program write into the rows lent to them") {
+  const tensor<double> R = rows(300, 3, 23);
+  std::function<value(value)> e = [](value r) { return energy(r); };
+  const tensor<double> want = tw::vmap(tw::grad(energy))(R);
+  const tensor<double> want_runtime = tw::vmap(tw::grad(e))(R).to_tensor();
+  const tensor<double> P = rows(500, 8, 24);
+  const tensor<double> want_hessians = tw::vmap(tw::hessian(hessian_f))(P);
+  for (const std::int64_t start : {0, 100, 200}) {
+    // Rows [start, start + 300) of a larger output, as tw::parallel lends a grain its rows.
+    tensor<double> whole = tw::zeros<double>({600, 3});
+    tensor<double> lent = tw::detail::leading_rows(whole, start, 300);
+    const double* at = std::as_const(whole).data() + start * 3;  // (const: no copy-on-write)
+    {
+      const tw::detail::lend_output<double> loan(lent);
+      const tensor<double> r = tw::vmap(tw::grad(energy))(R);  // the fixed-rows loop
+      REQUIRE(r.data() == at);
+      REQUIRE(same_bits(r, want));
+      REQUIRE(tw::detail::lent_output_slot<double>() == nullptr);  // taken once
+      const tensor<double> again = tw::vmap(tw::grad(energy))(R);
+      REQUIRE(again.data() != at);
+    }
+    REQUIRE(same_bits(tw::detail::leading_rows(whole, start, 300), want));
+    {
+      const tw::detail::lend_output<double> loan(lent);
+      const tensor<double> r = tw::vmap(tw::grad(e))(R).to_tensor();  // the runtime path's fused program
+      REQUIRE(r.data() == at);
+      REQUIRE(same_bits(r, want_runtime));
+    }
+    {
+      // A loan of another size is not taken, and ends with its scope.
+      const tw::detail::lend_output<double> loan(lent);
+      const tensor<double> h = tw::vmap(tw::hessian(hessian_f))(P);
+      REQUIRE(same_bits(h, want_hessians));
+      REQUIRE(tw::detail::lent_output_slot<double>() == &lent);
+    }
+    REQUIRE(tw::detail::lent_output_slot<double>() == nullptr);
+  }
+  // Hessians write their rows too: [B, 8, 8].
+  tensor<double> whole = tw::zeros<double>({1000, 8, 8});
+  tensor<double> lent = tw::detail::leading_rows(whole, 500, 500);
+  {
+    const tw::detail::lend_output<double> loan(lent);
+    const tensor<double> h = tw::vmap(tw::hessian(hessian_f))(P);
+    REQUIRE(h.data() == std::as_const(whole).data() + 500 * 64);
+    REQUIRE(same_bits(h, want_hessians));
+  }
 }
 
 TEST_CASE("parallel: vmap(grad(f), parallel) equals a loop over examples") {
@@ -212,6 +301,83 @@ TEST_CASE("parallel: inside grad and jacrev it runs serially and gives the seria
   double sum_y = 0;
   for (std::int64_t b = 0; b < 500; ++b) sum_y += Y(b);
   require_close(tw::grad(outer)(value(0.7)).item(), sum_y, 1e-12);
+}
+
+namespace {
+// The threads where f ran on a grad's values over a grain (a per-example VJP of the backward
+// pass: the serial backward calls f with vmap's values of grad's instead). A captureless f
+// records to globals.
+std::mutex recorded_mutex;
+std::set<std::thread::id> recorded_threads;
+std::vector<std::int64_t> recorded_batches;  // the static path's: a grain's examples each
+struct per_example_f {
+  auto operator()(auto x) const {
+    bool grads = false;
+    std::int64_t batch = -1;
+    if constexpr (requires { decltype(x)::key; }) {
+      grads = decltype(x)::key == tw::transform_type::grad;
+      if constexpr (requires { x.primal.batch_size; }) batch = x.primal.batch_size;
+    } else if constexpr (tw::is_dyn_v<decltype(x)>) {
+      grads = x.level() > 0 && x.get().key == tw::transform_type::grad;
+    }
+    if (grads) {
+      std::lock_guard<std::mutex> lock(recorded_mutex);
+      recorded_threads.insert(std::this_thread::get_id());
+      if (batch >= 0) recorded_batches.push_back(batch);
+    }
+    return tw::sin(x) * tw::sum(x * x) + tw::exp(-x);
+  }
+};
+}  // namespace
+
+TEST_CASE("parallel: the backward pass through a parallel vmap runs per grain, with the serial bits") {
+  const auto p = tw::parallel(4, 64);
+  const per_example_f f;
+  auto loss = [p](auto x) { return tw::sum(tw::vmap(per_example_f{}, p)(x) * 0.5); };
+  auto loss_serial = [](auto x) { return tw::sum(tw::vmap(per_example_f{})(x) * 0.5); };
+  for (const std::int64_t b : batch_sizes) {
+    INFO("B = " << b);
+    const tensor<double> X = sample({b, 4}, -1, 1, 30);
+    require_same_outcome([&] { return tw::grad(loss_serial)(X); }, [&] { return tw::grad(loss)(X); });
+  }
+  // The per-example VJPs ran on the pool's threads (f is called with grad's values there).
+  const tensor<double> X = sample({3000, 4}, -1, 1, 31);
+  recorded_threads.clear();
+  recorded_batches.clear();
+  const tensor<double> g = tw::grad(loss)(X);
+  // Example 0 alone, then 3000 / 64: 47 grains of 63 or 64 examples (the serial backward would
+  // see all 3000 at once).
+  REQUIRE(recorded_batches.size() == 48);
+  REQUIRE(recorded_batches.front() == 1);
+  for (std::size_t k = 1; k < recorded_batches.size(); ++k) REQUIRE((recorded_batches[k] == 63 || recorded_batches[k] == 64));
+  WARN("the backward pass ran on " << recorded_threads.size() << " threads");
+  REQUIRE(same_bits(g, tw::grad(loss_serial)(X)));
+  // A loop over examples: d/dx of 0.5 * sum(f(x)).
+  for (std::int64_t e = 0; e < 3000; e += 101) {
+    const tensor<double> x = tw::reshape(tw::kernels::narrow(X, 0, e, 1), {4});
+    const tensor<double> ge = tw::grad([](auto v) { return tw::sum(per_example_f{}(v) * 0.5); })(x);
+    for (std::int64_t k = 0; k < 4; ++k) require_close(g(e, k), ge(k), 1e-12);
+  }
+  // The runtime path: runtime values (and a runtime grad) with a captureless f.
+  std::function<value(value)> lr = [p](value x) { return tw::sum(tw::vmap(per_example_f{}, p)(x) * 0.5); };
+  std::function<value(value)> lr_serial = [](value x) { return tw::sum(tw::vmap(per_example_f{})(x) * 0.5); };
+  for (const std::int64_t b : batch_sizes) {
+    INFO("runtime, B = " << b);
+    const tensor<double> Xb = sample({b, 4}, -1, 1, 35);
+    require_same_outcome([&] { return tw::grad(lr_serial)(value(Xb)); }, [&] { return tw::grad(lr)(value(Xb)); });
+  }
+  recorded_threads.clear();
+  REQUIRE(same_bits(tw::grad(lr)(value(X)), tw::grad(lr_serial)(value(X))));
+  REQUIRE(!recorded_threads.empty());
+  // vjp and jacrev through it; grad of grad (second order) stays exact.
+  const tensor<double> Xs = sample({70, 4}, -1, 1, 32);
+  REQUIRE(same_bits(tw::jacrev(tw::vmap(f, p))(Xs), tw::jacrev(tw::vmap(f))(Xs)));
+  const tensor<double> ct = sample({3000, 4}, -1, 1, 33);
+  REQUIRE(same_bits(std::get<0>(tw::vjp(tw::vmap(f, p), X).second(ct)), std::get<0>(tw::vjp(tw::vmap(f), X).second(ct))));
+  const tensor<double> V = sample({300, 4}, -1, 1, 34);
+  auto hvp = [&](auto l) { return tw::grad([&](auto x) { return tw::sum(tw::grad(l)(x) * V); })(tw::kernels::narrow(X, 0, 0, 300)); };
+  const tensor<double> h = hvp(loss), hs = hvp(loss_serial);
+  for (std::int64_t k = 0; k < h.numel(); ++k) require_close(h.data()[k], hs.data()[k], 1e-12);
 }
 
 TEST_CASE("parallel: nested parallel vmaps give the serial bits") {
@@ -275,7 +441,7 @@ TEST_CASE("parallel: an exception in one grain reaches the caller, and every thr
   // Every pool thread: an empty stack and grad mode on.
   std::atomic<int> bad{0};
   tbb::parallel_for(0, 256, [&](int) {
-    if (tw::interpreter_stack_depth() != 0 || !tw::is_grad_enabled()) ++bad;
+    if (tw::interpreter_stack_depth() != 0 || !tw::is_grad_enabled() || tw::detail::lent_output_slot<double>() != nullptr) ++bad;
   });
   REQUIRE(bad.load() == 0);
 #endif
@@ -287,6 +453,37 @@ TEST_CASE("parallel: an exception in one grain reaches the caller, and every thr
   tensor<double> ok = X;
   ok.data()[777] = 1.5;
   REQUIRE(same_bits(tw::vmap(throws_user, tw::strategy::fused, tw::parallel(4, 64))(ok), tw::vmap(throws_user, tw::strategy::fused)(ok)));
+}
+
+namespace {
+// Refuses the poison example in the backward pass only: on grad's values over a grain.
+struct refuses_in_backward {
+  auto operator()(auto x) const {
+    if constexpr (requires { decltype(x)::key; }) {
+      if constexpr (decltype(x)::key == tw::transform_type::grad) {
+        const auto& rows = x.primal.value;  // the grain's examples, [n, 2]
+        for (std::int64_t k = 0; k < rows.numel(); ++k)
+          if (rows.data()[k] == poison) throw bad_example("example refused in the backward pass");
+      }
+    }
+    return tw::sin(x) * x;
+  }
+};
+}  // namespace
+
+TEST_CASE("parallel: an exception in a grain of the backward pass reaches the caller") {
+  tensor<double> X = sample({3000, 2}, 1, 2, 25);
+  X.data()[2 * 2222] = poison;
+  const auto p = tw::parallel(4, 64);
+  auto loss = [p](auto x) { return tw::sum(tw::vmap(refuses_in_backward{}, p)(x)); };
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE_THROWS_AS(tw::grad(loss)(X), bad_example);
+    REQUIRE(tw::interpreter_stack_depth() == 0);
+    REQUIRE(tw::is_grad_enabled());
+  }
+  X.data()[2 * 2222] = 1.5;
+  auto loss_serial = [](auto x) { return tw::sum(tw::vmap(refuses_in_backward{})(x)); };
+  REQUIRE(same_bits(tw::grad(loss)(X), tw::grad(loss_serial)(X)));
 }
 
 TEST_CASE("parallel: bad options are reported") {

@@ -1,4 +1,5 @@
-// Scaling out per-example work, as a user's program: Lennard-Jones forces (B = 2^20, [B, 3]) and
+// Scaling out per-example work, as a user's program: Lennard-Jones forces (B = 2^20, [B, 3]: per
+// example, and as the gradient of the total energy, a backward pass through the vmap) and
 // per-example Hessians on R^8 (B = 2^14), serial vmap against
 //   - tw::vmap(f, tw::parallel(2)) on 2 threads (run without mpirun), and
 //   - tw::pmap over the MPI ranks, each rank with B / ranks examples, plus a collective: the
@@ -157,6 +158,10 @@ int main(int argc, char** argv) {
     threads("lennard_jones_2^20 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)), R, 5);
     threads("hessian_r8_2^14 threads (variant 1: parallel(2))", hessians, tw::vmap(tw::hessian(hessian_f), tw::parallel(2)), P, 5);
     threads("lennard_jones_16 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)), R16, 20000);
+    // The backward pass through a parallel vmap: forces as the gradient of the total energy.
+    auto total = [](auto r) { return tw::sum(tw::vmap(energy)(r)); };
+    auto total_parallel = [](auto r) { return tw::sum(tw::vmap(energy, tw::parallel(2))(r)); };
+    threads("lennard_jones_2^20 grad of the total (variant 1: parallel(2))", tw::grad(total), tw::grad(total_parallel), R, 5);
   } else {
     processes("lennard_jones_2^20 ranks (variant 1: pmap + psum, 2: pmap + all_gather)", forces, R, 5);
     processes("hessian_r8_2^14 ranks (variant 1: pmap + psum, 2: pmap + all_gather)", hessians, P, 5);

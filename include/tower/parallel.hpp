@@ -6,9 +6,11 @@
 //
 // The batch is split into grains of consecutive examples (at least 1024, at most 64 grains; the
 // split depends on the batch size only, never on the thread count). Each grain is the serial
-// vmap of f on its slice, with every physical form it would take there, run as a oneTBB task;
-// the grains' outputs are copied into the full outputs in place. Examples never interact inside
-// vmap, so the numbers equal the serial vmap's bit for bit.
+// vmap of f on its slice, with every physical form it would take there, run as a oneTBB task.
+// A slice along dim 0 is a view of the argument's storage (tensor.hpp's leading_rows). Example 0
+// alone shows the output's shape; the output is allocated once, and each grain's form writes its
+// rows in place when it can (lent_rows.hpp), else its output is copied there. Examples never
+// interact inside vmap, so the numbers equal the serial vmap's bit for bit.
 //
 // Each grain runs with an empty interpreter stack and the caller's grad mode. That is exact when
 // the arguments are plain (numbers, tensors, plain runtime values) and nothing of a live
@@ -37,6 +39,7 @@
 #include <thread>
 #endif
 
+#include "tower/lent_rows.hpp"
 #include "tower/tower.hpp"
 
 namespace tower::detail::par {
@@ -110,11 +113,19 @@ std::int64_t batch_size(const V& v, const A&... a) {
   return bs;
 }
 
+/// Examples [start, start + len) of a batched tensor: along dim 0 a view of its storage (no
+/// copy), along another dim a copy.
+template <class T>
+tensor<T> slice_tensor(const tensor<T>& t, std::int64_t dim, std::int64_t start, std::int64_t len) {
+  if (tensor<T>::normalize_dim(dim, t.dim()) == 0) return leading_rows(t, start, len);
+  return kernels::narrow(t, dim, start, len);
+}
+
 /// Examples [start, start + len) of a batched leaf.
 template <class L>
 L slice_leaf(const L& leaf, std::int64_t dim, std::int64_t start, std::int64_t len) {
-  if constexpr (is_tensor_v<L>) return kernels::narrow(leaf, dim, start, len);
-  else if constexpr (is_dyn_v<L>) return dyn::value(kernels::narrow(leaf.to_tensor(), dim, start, len));
+  if constexpr (is_tensor_v<L>) return slice_tensor(leaf, dim, start, len);
+  else if constexpr (is_dyn_v<L>) return dyn::value(slice_tensor(leaf.to_tensor(), dim, start, len));
   else return leaf;  // a number under an int entry: batch_size refused it already
 }
 
@@ -132,8 +143,8 @@ auto plain_of(const L& leaf) {
   else return leaf;
 }
 
-/// An output leaf of the whole batch, shaped as grain 0's leaf with bs examples along out_dim;
-/// uninitialised, the grains fill it.
+/// An output leaf of the whole batch, shaped as `first` (one example's) with bs examples along
+/// out_dim; uninitialised, the grains fill it.
 template <class L>
 auto allocate_output(const L& first, std::int64_t out_dim, std::int64_t bs) {
   const auto t = plain_of(first);
@@ -170,6 +181,7 @@ void write_output(const L& part_leaf, const tensor<T>& whole, std::int64_t start
   // The whole batch's tensor is this call's own (unshared) and every grain writes its own rows.
   T* out = const_cast<T*>(whole.data());
   const T* in = part.data();
+  if (outer == 1 && in == out + start * inner) return;  // written in place (lend_output)
   for (std::int64_t o = 0; o < outer; ++o)
     std::memcpy(out + (o * total + start) * inner, in + o * len * inner, static_cast<std::size_t>(len * inner) * sizeof(T));
 }
@@ -198,13 +210,13 @@ class grain_scope {
 };
 
 #if defined(TOWER_PARALLEL_STD_THREADS)
-/// For ThreadSanitizer runs (-DTOWER_PARALLEL_STD_THREADS): grains 1.. on the caller and
+/// For ThreadSanitizer runs (-DTOWER_PARALLEL_STD_THREADS): the grains on the caller and
 /// threads - 1 std::threads. The packaged libtbb is not instrumented, so ThreadSanitizer cannot
 /// see oneTBB's synchronisation and reports its own task objects; std::thread's it sees, so
 /// what it reports then is tower's.
 template <class Body>
 void std_threads_for(int threads, std::int64_t grains, const Body& body) {
-  std::atomic<std::int64_t> next{1};
+  std::atomic<std::int64_t> next{0};
   auto work = [&] {
     for (std::int64_t g; (g = next.fetch_add(1)) < grains;) body(g);
   };
@@ -215,32 +227,50 @@ void std_threads_for(int threads, std::int64_t grains, const Body& body) {
 }
 #endif
 
+/// The output's only leaf when f returns one tensor (or runtime value) batched along dim 0: the
+/// grains' forms can then write their rows of it in place (lend_output). Else nullptr.
+template <class W, class OutDims>
+auto* single_leading_output(W& whole, const OutDims& out) {
+  if constexpr (is_tensor_v<W>) return detail::out_dim_at<OutDims, 0>(out) == 0 ? &whole : nullptr;
+  else return static_cast<tensor<double>*>(nullptr);
+}
+
 template <class R, class V, class... A>
 R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grain, const A&... a) {
   const std::int64_t grains = (bs + grain - 1) / grain;
   auto start = [&](std::int64_t g) { return bs * g / grains; };  // equal grains, within one example
   const grad_mode_state caller = grad_mode();
-  auto run_grain = [&](std::int64_t g) {
-    grain_scope scope(caller);
-    const std::int64_t s = start(g), len = start(g + 1) - s;
+  auto run_slice = [&](std::int64_t s, std::int64_t len) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) { return v(slice_arg<I>(v, a, s, len)...); }(std::index_sequence_for<A...>{});
   };
 
-  // Grain 0 on the calling thread shows the outputs' shapes; the others write into them.
-  const R first = run_grain(0);
-  const auto whole = map_outputs(first, v.out, [&](const auto& leaf, std::int64_t d) { return allocate_output(leaf, d, bs); });
-  auto write = [&](const R& part, std::int64_t g) {
-    (void)tree_zip([&](const auto& leaf, const auto& w) { write_output(leaf, w, start(g), start(g + 1) - start(g)); return 0; },
-                   part, whole);
-  };
-  write(first, 0);
+  // Example 0 alone shows the outputs' shapes (its errors are grain 0's, the first a serial
+  // vmap meets); the output is allocated once and each grain writes its rows of it.
+  const R one = [&] {
+    grain_scope scope(caller);
+    return run_slice(0, 1);
+  }();
+  auto whole = map_outputs(one, v.out, [&](const auto& leaf, std::int64_t d) { return allocate_output(leaf, d, bs); });
+  auto* leading = single_leading_output(whole, v.out);
 
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(grains));
   std::atomic<std::int64_t> first_failed{grains};
   auto body = [&](std::int64_t g) {
     if (g > first_failed.load(std::memory_order_relaxed)) return;  // an earlier grain failed: its error is the one
     try {
-      write(run_grain(g), g);
+      grain_scope scope(caller);
+      const std::int64_t s = start(g), len = start(g + 1) - s;
+      const auto write = [&](const R& part) {
+        (void)tree_zip([&](const auto& leaf, const auto& w) { write_output(leaf, w, s, len); return 0; }, part, whole);
+      };
+      if (leading) {
+        using T = typename std::remove_pointer_t<decltype(leading)>::value_type;
+        tensor<T> rows = leading_rows(*leading, s, len);
+        const lend_output<T> loan(rows);  // the grain's form writes these rows if it can
+        write(run_slice(s, len));
+      } else {
+        write(run_slice(s, len));
+      }
     } catch (...) {
       errors[static_cast<std::size_t>(g)] = std::current_exception();
       std::int64_t f = first_failed.load(std::memory_order_relaxed);
@@ -252,7 +282,7 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
   std_threads_for(p.threads > 0 ? p.threads : 4, grains, body);
 #else
   // isolate: while this call waits, its thread runs only this call's grains.
-  auto loop = [&] { tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::int64_t{1}, grains, body); }); };
+  auto loop = [&] { tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::int64_t{0}, grains, body); }); };
   if (p.threads > 0) {
     tbb::task_arena arena(p.threads);
     arena.execute(loop);
@@ -267,12 +297,72 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
   return tree_zip([](const auto& leaf, const auto& w) {
     if constexpr (is_dyn_v<std::remove_cvref_t<decltype(leaf)>>) return dyn::value(w);
     else return w;
-  }, first, whole);
+  }, one, whole);
 }
 
 }  // namespace tower::detail::par
 
 namespace tower::detail {
+
+namespace par {
+/// A tensor wrapped by grad levels only (grad, vjp, jacrev's reverse pass): grad_value of
+/// grad_value ... of a tensor.
+template <class X> struct only_grad_levels : std::bool_constant<is_tensor_v<X>> {};
+template <class P, int L, class... Adj> struct only_grad_levels<grad_value<P, L, Adj...>> : only_grad_levels<P> {};
+
+/// vmap(f, parallel) of one tensor batched along dim 0, with one tensor out along dim 0, whose
+/// argument some grad records: one op on that grad's tape. Its base is the parallel vmap of f;
+/// its VJP the parallel vmap of f's per-example VJP, so the backward pass runs per grain too.
+/// (x, ct) -> f's VJP at x for ct. It declares f as what it wraps: it holds no other value, so
+/// its parallel vmap splits while grad is live (static_level.hpp's may_capture_values).
+template <class F>
+struct example_vjp {
+  F f;
+  using wrapped_function = F;
+  template <class X, class C> auto operator()(const X& x, const C& ct) const { return std::get<0>(tower::vjp(f, x).second(ct)); }
+};
+
+template <class V>
+struct vmap_op {
+  static constexpr const char* name = "vmap(..., tw::parallel)";
+  V v;
+  parallel_t p;
+
+  template <class X> auto base(const X& x) const { return parallel_engine<V>::run(v, p, x); }
+  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+    return std::make_tuple(tower::vmap(example_vjp<decltype(v.f)>{v.f}, p)(x, g));
+  }
+};
+
+/// The types for which a call of the parallel vmap V on A... may record one vmap_op (above):
+/// one argument and output, batched along dim 0, with f holding no values (a value of a live
+/// transform could reach it otherwise), and the argument wrapped by grad levels only (a
+/// runtime value: checked when called, by records_op).
+template <class V, class... A>
+constexpr bool may_record_op() {
+  using In = std::remove_cvref_t<decltype(std::declval<const V&>().in)>;
+  using Out = std::remove_cvref_t<decltype(std::declval<const V&>().out)>;
+  if constexpr (sizeof...(A) != 1 || !std::is_same_v<In, in_dims_t<>> || !std::is_same_v<Out, out_dims_t<>> || may_capture_values<V>())
+    return false;
+  else if constexpr ((is_dyn_v<A> && ...)) return true;
+  else if constexpr ((is_tensor_v<A> || ...) || !(only_grad_levels<std::remove_cvref_t<A>>::value && ...)) return false;
+  else return is_tensor_v<decltype(std::declval<const V&>()(std::declval<const typename base_type<A>::type&>()...))>;
+}
+
+inline bool only_grad_levels_now(const dyn::value& x) {
+  if (x.level() == 0) return false;  // plain: the parallel vmap itself
+  for (const dyn::value* v = &x; v->level() > 0; v = &v->get().inner)
+    if (v->get().key != transform_type::grad) return false;
+  return true;
+}
+template <class X>
+bool only_grad_levels_now(const X&) { return true; }  // static: by type
+
+template <class V, class... A>
+bool records_op(const V& v, const A&... a) {
+  return v.opts.randomness == randomness_kind::error && (only_grad_levels_now(a) && ...);
+}
+}  // namespace par
 
 template <class V>
 struct parallel_engine {
@@ -280,14 +370,24 @@ struct parallel_engine {
 
   template <class... A>
   static auto run(const V& v, const parallel_t& p, const A&... a) {
+    if constexpr (par::may_record_op<V, A...>()) {
+      if (par::records_op(v, a...)) return call_op(par::vmap_op<V>{v, p}, a...);
+    }
+    return split(v, p, a...);
+  }
+
+ private:
+  template <class... A>
+  static auto split(const V& v, const parallel_t& p, const A&... a) {
     using R = decltype(v(a...));
     if constexpr (!par::splittable<V, R, A...>()) {
       return v(a...);
     } else {
-      if (!par::may_split(v, a...)) return v(a...);
+      // The batch size first: below one grain (or on an error the serial vmap reports) nothing
+      // else is looked at.
       const std::int64_t bs = par::batch_size(v, a...);
       const std::int64_t grain = par::grain_size(bs, p.grain);
-      if (bs <= grain) return v(a...);  // one grain (or an error the serial vmap reports)
+      if (bs <= grain || !par::may_split(v, a...)) return v(a...);
       return par::run_grains<R>(v, p, bs, grain, a...);
     }
   }

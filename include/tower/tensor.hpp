@@ -125,6 +125,8 @@ template <class T>
 void mark_diagonal(tensor<T>& t) noexcept;
 template <class T, class D>
 tensor<T> diagonal_tensor(shape_t s, std::int64_t n, D diagonal);
+template <class T>
+tensor<T> leading_rows(const tensor<T>& t, std::int64_t start, std::int64_t len);
 }  // namespace detail
 
 /// An N-d array of double or float, row-major, with value semantics (copies share storage until
@@ -145,9 +147,9 @@ class tensor {
   tensor(shape_t shape, const std::vector<T>& data) : tensor(std::move(shape), copy_buffer(data.data(), data.size())) {}
   /// The same, taking over a buffer (no copy).
   tensor(shape_t shape, buffer<T> data)
-      : shape_(std::move(shape)), data_(std::make_shared<buffer<T>>(std::move(data))) {
+      : shape_(std::move(shape)), data_(std::make_shared<buffer<T>>(std::move(data))), numel_(static_cast<std::int64_t>(data_->size())) {
     const std::int64_t n = checked_numel("tensor", shape_);
-    if (static_cast<std::int64_t>(data_->size()) != n)
+    if (numel_ != n)
       throw error("tensor: shape " + detail::shape_str(shape_) + " needs " + std::to_string(n) + " values, got " +
                   std::to_string(data_->size()));
   }
@@ -163,16 +165,19 @@ class tensor {
 
   const shape_t& shape() const { return shape_; }
   std::int64_t dim() const { return static_cast<std::int64_t>(shape_.size()); }
-  std::int64_t numel() const { return static_cast<std::int64_t>(data_->size()); }
+  std::int64_t numel() const { return numel_; }
   std::int64_t size(std::int64_t d) const { return shape_.at(static_cast<std::size_t>(normalize_dim(d, dim()))); }
 
-  const T* data() const { return data_->data(); }
+  const T* data() const { return data_->data() + offset_; }
   /// Mutable access copies the storage first if another tensor shares it (and forgets that the
   /// elements were known_diagonal()).
   T* data() {
-    if (data_.use_count() > 1) data_ = std::make_shared<buffer<T>>(copy_buffer(data_->data(), data_->size()));
+    if (data_.use_count() > 1) {
+      data_ = std::make_shared<buffer<T>>(copy_buffer(data_->data() + offset_, static_cast<std::size_t>(numel_)));
+      offset_ = 0;
+    }
     diagonal_ = false;
-    return data_->data();
+    return data_->data() + offset_;
   }
   /// Whether the elements, read as an n x n matrix (n * n = numel()), are known to be zero off
   /// the diagonal: a structure the Jacobian transforms' identity basis carries through
@@ -180,7 +185,7 @@ class tensor {
   /// nothing. Only tower's kernels mark a tensor (detail::mark_diagonal); mutable access clears it.
   bool known_diagonal() const noexcept { return diagonal_; }
   /// A copy of the elements, row-major (data() and numel() read them without copying).
-  std::vector<T> values() const { return std::vector<T>(data_->begin(), data_->end()); }
+  std::vector<T> values() const { return std::vector<T>(data(), data() + numel_); }
 
   /// The same elements under another shape with as many elements, sharing the storage
   /// (copy-on-write keeps value semantics): reshape without a copy.
@@ -193,7 +198,7 @@ class tensor {
   }
 
   template <class... I>
-  const T& operator()(I... idx) const { return (*data_)[offset({static_cast<std::int64_t>(idx)...})]; }
+  const T& operator()(I... idx) const { return data()[offset({static_cast<std::int64_t>(idx)...})]; }
   template <class... I>
   T& operator()(I... idx) { return data()[offset({static_cast<std::int64_t>(idx)...})]; }
 
@@ -201,7 +206,7 @@ class tensor {
   T item() const {
     if (numel() != 1) throw error("item: tensor of shape " + detail::shape_str(shape_) + " has " +
                                   std::to_string(numel()) + " elements, expected 1");
-    return (*data_)[0];
+    return data()[0];
   }
 
   static std::int64_t normalize_dim(std::int64_t d, std::int64_t rank) {
@@ -236,6 +241,7 @@ class tensor {
       throw error("tensor: ragged nested initializer list for shape " + detail::shape_str(s));
     shape_ = std::move(s);
     data_ = std::make_shared<buffer<T>>(std::move(d));
+    numel_ = static_cast<std::int64_t>(data_->size());
   }
 
   std::size_t offset(std::initializer_list<std::int64_t> idx) const {
@@ -255,10 +261,17 @@ class tensor {
   friend void detail::mark_diagonal(tensor<U>&) noexcept;
   template <class U, class D>
   friend tensor<U> detail::diagonal_tensor(shape_t, std::int64_t, D);
-  tensor(shape_t s, std::shared_ptr<buffer<T>> data) : shape_(std::move(s)), data_(std::move(data)) {}
+  template <class U>
+  friend tensor<U> detail::leading_rows(const tensor<U>&, std::int64_t, std::int64_t);
+  tensor(shape_t s, std::shared_ptr<buffer<T>> data, std::int64_t offset, std::int64_t n)
+      : shape_(std::move(s)), data_(std::move(data)), offset_(offset), numel_(n) {}
 
   shape_t shape_;
   std::shared_ptr<buffer<T>> data_;
+  // The elements are (*data_)[offset_, offset_ + numel_): the whole buffer, except for a view
+  // made by detail::leading_rows.
+  std::int64_t offset_ = 0;
+  std::int64_t numel_ = 0;
   bool diagonal_ = false;
 };
 
@@ -285,9 +298,19 @@ tensor<T> diagonal_tensor(shape_t s, std::int64_t n, D diagonal) {
   if (!slot || slot.use_count() > 1 || slot->size() != size) slot = std::make_shared<buffer<T>>(size, T(0));
   T* p = slot->data();
   for (std::int64_t i = 0; i < n; ++i) p[i * (n + 1)] = diagonal(i);
-  tensor<T> r(std::move(s), slot);
+  tensor<T> r(std::move(s), slot, 0, static_cast<std::int64_t>(size));
   r.diagonal_ = true;
   return r;
+}
+
+/// Rows [start, start + len) of t along dim 0, sharing t's storage (no copy; writing to either
+/// copies first, as for any shared storage). The caller checks the range.
+template <class T>
+tensor<T> leading_rows(const tensor<T>& t, std::int64_t start, std::int64_t len) {
+  shape_t s = t.shape();
+  const std::int64_t row = s.empty() || s[0] == 0 ? 0 : t.numel() / s[0];
+  s.at(0) = len;
+  return tensor<T>(std::move(s), t.data_, t.offset_ + start * row, len * row);
 }
 }  // namespace detail
 

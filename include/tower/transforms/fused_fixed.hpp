@@ -25,6 +25,7 @@
 #include "tower/force_inline.hpp"
 #include "tower/fixed.hpp"
 #include "tower/kernels.hpp"
+#include "tower/lent_rows.hpp"
 #include "tower/tensor.hpp"
 #include "tower/transforms/fused_vmap.hpp"
 #include "tower/transforms/options.hpp"
@@ -160,22 +161,35 @@ struct column {
   using T = fixeds::scalar_t<C>;
   static constexpr std::int64_t width = fixeds::numel<C>();
   buffer<T> data;
-  explicit column(std::int64_t bs) : data(static_cast<std::size_t>(bs * width)) {}
-  [[gnu::always_inline]] inline void store(std::int64_t b, const C& c) {
-    T* o = data.data() + b * width;
-    [&]<std::size_t... E>(std::index_sequence<E...>) {
-      ((o[E] = static_cast<T>(fixeds::flat<E>(c))), ...);
-    }(std::make_index_sequence<static_cast<std::size_t>(width)>{});
+  std::optional<tensor<T>> rows;  // the rows tw::parallel lends, when it does (lent_rows.hpp)
+  T* p;
+  /// n examples; a padded block (more examples than it returns) never takes lent rows.
+  column(std::int64_t n, bool padded) {
+    if (!padded && lent_output<T>(n * width)) [[unlikely]] {
+      rows = take_loan(lent_output_slot<T>(), shape(n), p);
+    } else {
+      data = buffer<T>(static_cast<std::size_t>(n * width));
+      p = data.data();
+    }
   }
-  tensor<T> finish(std::int64_t bs, std::int64_t out_dim) {
-    data.resize(static_cast<std::size_t>(bs * width));  // a padded block's extra examples
+  static shape_t shape(std::int64_t bs) {
     shape_t s{bs};
     if constexpr (is_fixed_v<C>) {
       const shape_t e = fixed_shape<C>();
       s.insert(s.end(), e.begin(), e.end());
     }
-    tensor<T> t(s, std::move(data));
-    const std::int64_t d = tensor<T>::normalize_dim(out_dim, static_cast<std::int64_t>(s.size()));
+    return s;
+  }
+  [[gnu::always_inline]] inline void store(std::int64_t b, const C& c) {
+    T* o = p + b * width;
+    [&]<std::size_t... E>(std::index_sequence<E...>) {
+      ((o[E] = static_cast<T>(fixeds::flat<E>(c))), ...);
+    }(std::make_index_sequence<static_cast<std::size_t>(width)>{});
+  }
+  tensor<T> finish(std::int64_t bs, std::int64_t out_dim) {
+    if (!rows) data.resize(static_cast<std::size_t>(bs * width));  // a padded block's extra examples
+    tensor<T> t = rows ? std::move(*rows) : tensor<T>(shape(bs), std::move(data));
+    const std::int64_t d = tensor<T>::normalize_dim(out_dim, t.dim());
     return d == 0 ? t : kernels::movedim(t, 0, d);
   }
 };
@@ -256,7 +270,7 @@ template <class F, class InDims, class OutDims, class... A>
     static_assert((storable_v<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>> && ...),
                   "vmap: internal: the fixed path's per-example results must be numbers or tw::fixed values");
     std::tuple<column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>...> cols{
-        column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>(n)...};
+        column<std::remove_cvref_t<decltype(component<K>(std::declval<const R&>()))>>(n, padded)...};
     auto put = [&](std::int64_t b) TOWER_INLINE_LAMBDA {
       const R r = example(b);
       (std::get<K>(cols).store(b, component<K>(r)), ...);

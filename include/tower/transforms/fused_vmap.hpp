@@ -380,13 +380,11 @@ inline std::int64_t automatic_packet(std::int64_t bs, std::int64_t per) {
   return bs >= 4 * packet && bs * per >= packets_min_numbers && per <= packets_max_example_numbers ? packet : 0;
 }
 
-/// A packet of examples [b0, b0 + n) of a batched argument whose batch is in dim 0.
+/// A packet of examples [b0, b0 + n) of a batched argument whose batch is in dim 0: a view of
+/// its storage, no copy.
 template <class T>
 tensor<T> rows(const tensor<T>& front, std::int64_t b0, std::int64_t n) {
-  shape_t s = front.shape();
-  const std::int64_t per = s[0] > 0 ? front.numel() / s[0] : 0;
-  s[0] = n;
-  return tensor<T>(s, copy_buffer(front.data() + b0 * per, static_cast<std::size_t>(n * per)));
+  return leading_rows(front, b0, n);
 }
 
 /// Batching rules on packets of `packet` examples; results stacked at out_dims.

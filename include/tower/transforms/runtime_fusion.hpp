@@ -32,6 +32,7 @@
 #include "dsl/shape_ops.hpp"
 #include "tower/dyn_value.hpp"
 #include "tower/interpreter_stack.hpp"
+#include "tower/lent_rows.hpp"
 #include "tower/runtime_trace.hpp"
 #include "tower/transforms/batch_size.hpp"
 
@@ -199,10 +200,10 @@ std::optional<R> run_vmap_fused_program(const Call& call, const std::array<std::
   for (const shape_t& s : out_shapes) {
     shape_t full = s;
     full.insert(full.begin(), bs);
-    std::int64_t n = 1;
-    for (auto d : full) n *= d;
-    results.emplace_back(full, buffer<double>(static_cast<std::size_t>(n)));
-    dst.push_back(results.back().data());
+    double* p = nullptr;
+    const std::int64_t n = numel_of(full);
+    results.push_back(tower::detail::new_output<double>(std::move(full), n, p));  // (tw::parallel lends rows: lent_rows.hpp)
+    dst.push_back(p);
   }
   report.program->run(inputs, numel, bs, dst);
   refusal.clear();
