@@ -126,7 +126,7 @@ template <operand X> auto expand(const X& x, shape_t s) {
       if (k < lead) throw error("expand: -1 is not allowed for a new leading dim, shape " + detail::shape_str(s));
       s[k] = xs[k - lead];
     }
-  checked_numel("expand", s);
+  allocation_size("expand", s);
   return broadcast_to(x, std::move(s));
 }
 

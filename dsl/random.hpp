@@ -52,7 +52,7 @@ void normal_fill(T* p, std::int64_t n) {
 /// A tensor of shape s filled by fill(pointer, count), in row-major order.
 template <class T, class Fill>
 tensor<T> draw_shaped(const char* op, shape_t s, Fill&& fill) {
-  const std::int64_t n = checked_numel(op, s);
+  const std::int64_t n = allocation_size(op, s);
   buffer<T> b(static_cast<std::size_t>(n));
   fill(b.data(), n);
   return tensor<T>(std::move(s), std::move(b));

@@ -73,7 +73,7 @@ struct broadcast_to_op {
 /// broadcast_to(x, shape): x broadcast to `shape` (NumPy's rules).
 template <operand X>
 TOWER_ALWAYS_INLINE auto broadcast_to(const X& x, shape_t s) {
-  checked_numel("broadcast_to", s);  // before a batching rule adds the batch to it
+  allocation_size("broadcast_to", s);  // before a batching rule adds the batch to it
   return call_op(broadcast_to_op{std::move(s)}, x);
 }
 

@@ -121,7 +121,9 @@ std::vector<bad_case> op_cases() {
       {"cross_entropy", "0.5"});
   // A valid shape whose buffer is more than tower allocates (AddressSanitizer would abort).
   add("a product of 2^40 expanded rows", x, [](auto a) { return tw::expand(tw::unsqueeze(a, 0), {std::int64_t{1} << 40, -1}) * 2.0; },
-      {"buffer", "1 TiB"});
+      {"expand", "[1099511627776, 4]", "1 TiB"});
+  add("broadcast_to: 2^36 rows of 4", x, [](auto a) { return tw::broadcast_to(a, {std::int64_t{1} << 36, 4}); },
+      {"broadcast_to", "[68719476736, 4]", "1 TiB"});
   add("gather: negative index", m, [](auto a) { return tw::gather(a, 1, tensor<double>({2, 1}, {-1.0, 0.0})); }, {"gather", "-1"});
   return cases;
 }
@@ -133,7 +135,18 @@ std::vector<bad_case> creation_cases() {
       {"tensor: [2^31, 2^31, 4] with no data", [=] { (void)tensor<double>({two31, two31, 4}, std::vector<double>{}); }, {"tensor", huge}},
       {"zeros: [2^31, 2^31, 4]", [=] { (void)tw::zeros<double>({two31, two31, 4}); }, {"zeros", huge}},
       {"ones: [2^31, 2^31, 4]", [=] { (void)tw::ones<float>({two31, two31, 4}); }, {"ones", huge}},
-      {"zeros: [2^40, 4], 8 TiB", [] { (void)tw::zeros<double>({std::int64_t{1} << 40, 4}); }, {"buffer", "35184372088832 bytes", "1 TiB"}},
+      {"zeros: [2^40, 4], 8 TiB", [] { (void)tw::zeros<double>({std::int64_t{1} << 40, 4}); }, {"zeros", "[1099511627776, 4]", "1 TiB"}},
+      // Counts that fit int64 but not a std::vector (2^60 doubles and more): tower::error, not
+      // std::length_error, before anything is allocated.
+      {"zeros: [2^61]", [] { (void)tw::zeros<double>({std::int64_t{1} << 61}); }, {"zeros", "[2305843009213693952]"}},
+      {"ones: [2^62] floats", [] { (void)tw::ones<float>({std::int64_t{1} << 62}); }, {"ones", "[4611686018427387904]"}},
+      {"full: [2^61]", [] { (void)tw::full<double>({std::int64_t{1} << 61}, 1.0); }, {"full", "[2305843009213693952]"}},
+      {"randn: [2^61]", [] { (void)tw::randn<double>({std::int64_t{1} << 61}, 0); }, {"randn", "[2305843009213693952]"}},
+      {"randn: [2^61], the thread's generator", [] { (void)tw::randn({std::int64_t{1} << 61}); }, {"randn", "[2305843009213693952]"}},
+      {"eye: 2^31", [] { (void)tw::eye<double>(two31); }, {"eye", "[2147483648, 2147483648]"}},
+      {"arange: 2^61", [] { (void)tw::arange<double>(std::int64_t{1} << 61); }, {"arange", "[2305843009213693952]"}},
+      {"arange: to infinity", [] { (void)tw::arange<double>(0.0, std::numeric_limits<double>::infinity(), 1.0); }, {"arange", "inf"}},
+      {"arange: a NaN step", [] { (void)tw::arange<double>(0.0, 1.0, std::numeric_limits<double>::quiet_NaN()); }, {"arange", "nan"}},
       {"tensor: negative size", [] { (void)tensor<double>({-1, 2}, std::vector<double>{}); }, {"tensor", "[-1, 2]"}},
       {"zeros: negative size", [] { (void)tw::zeros<double>({-1, 2}); }, {"zeros", "[-1, 2]"}},
       {"ones: negative size", [] { (void)tw::ones<double>({3, -2}); }, {"ones", "[3, -2]"}},

@@ -42,6 +42,18 @@ TEST_CASE("creation functions: zeros, ones, full, arange, eye, randn") {
   CHECK(tw::full<double>({2}, 2.5).values() == std::vector<double>{2.5, 2.5});
   CHECK(tw::arange<double>(4).values() == std::vector<double>{0, 1, 2, 3});
   CHECK(tw::arange<double>(1.0, 2.0, 0.25).values() == std::vector<double>{1, 1.25, 1.5, 1.75});
+  // As torch: ceil((stop - start) / step) elements, each start + i step (not a running sum).
+  const tensor<double> tenths = tw::arange<double>(0.0, 1.0, 0.1);
+  REQUIRE(tenths.numel() == 10);
+  for (std::int64_t i = 0; i < 10; ++i) CHECK(tenths(i) == 0.1 * static_cast<double>(i));
+  CHECK(tw::arange<double>(3.0, 0.0, -1.0).values() == std::vector<double>{3, 2, 1});
+  CHECK(tw::arange<double>(1.0, 1.0, 1.0).numel() == 0);
+  CHECK(tw::arange<double>(2.0, 1.0, 1.0).numel() == 0);
+  // Past 2^24 a float's running sum would stop growing; each element is computed on its own.
+  const std::int64_t big = std::int64_t{1} << 25;
+  const tensor<float> f = tw::arange<float>(big);
+  REQUIRE(f.numel() == big);
+  CHECK(f(big - 1) == static_cast<float>(big - 1));
   CHECK(tw::eye<double>(2).values() == std::vector<double>{1, 0, 0, 1});
   CHECK(tw::eye<double>(2, 3).shape() == shape_t{2, 3});
   const tensor<double> r1 = tw::randn<double>({1000}, 7), r2 = tw::randn<double>({1000}, 7), r3 = tw::randn<double>({1000}, 8);

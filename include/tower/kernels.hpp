@@ -348,7 +348,7 @@ auto sum(const X& x, shape_t dims, bool keepdim) {
 template <class X>
 auto broadcast_to(const X& x, const shape_t& s) {
   using T = element_t<X>;
-  checked_numel("broadcast_to", s);
+  allocation_size("broadcast_to", s);
   const shape_t in = shape_of(x);
   const shape_t b = broadcast_shapes("broadcast_to", in, s);
   if (b != s)

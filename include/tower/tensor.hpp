@@ -115,6 +115,22 @@ inline std::int64_t checked_numel(const char* op, const shape_t& s) {
   return n;
 }
 
+namespace detail {
+/// Elements of a new buffer tower allocates at most: 1 TiB of doubles. A bigger request is a bad
+/// size (AddressSanitizer aborts on such requests instead of throwing std::bad_alloc).
+inline constexpr std::int64_t max_buffer_elements = std::int64_t{1} << 37;
+}  // namespace detail
+
+/// checked_numel of the shape of a new buffer, also raising tower::error naming `op` and s when
+/// the buffer would hold 2^37 elements (1 TiB of doubles) or more: checked before allocating.
+inline std::int64_t allocation_size(const char* op, const shape_t& s) {
+  const std::int64_t n = checked_numel(op, s);
+  if (n >= detail::max_buffer_elements)
+    throw error(std::string(op) + ": shape " + detail::shape_str(s) + " has " + std::to_string(n) +
+                " elements, more than tower allocates (2^37, 1 TiB of doubles)");
+  return n;
+}
+
 /// checked_numel for a shape that comes from valid shapes: the error names no op.
 inline std::int64_t numel_of(const shape_t& s) { return checked_numel("shape", s); }
 
@@ -336,7 +352,7 @@ std::ostream& operator<<(std::ostream& os, const tensor<T>& t) {
 namespace detail {
 template <class T>
 tensor<T> filled_tensor(const char* op, shape_t s, T v) {
-  const auto n = static_cast<std::size_t>(checked_numel(op, s));
+  const auto n = static_cast<std::size_t>(allocation_size(op, s));
   return tensor<T>(std::move(s), buffer<T>(n, v));
 }
 }  // namespace detail
@@ -355,9 +371,14 @@ tensor<T> full(shape_t s, T v) { return detail::filled_tensor("full", std::move(
 template <class T>
 tensor<T> arange(T start, T stop, T step = T(1)) {
   if (step == T(0)) throw error("arange: step must not be zero");
-  buffer<T> v;
-  for (T x = start; step > 0 ? x < stop : x > stop; x += step) v.push_back(x);
-  const auto n = static_cast<std::int64_t>(v.size());
+  // As torch: ceil((stop - start) / step) elements, start + i step (no accumulated rounding).
+  const double count = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+  if (!(count < 0x1p62))
+    throw error("arange: " + std::to_string(static_cast<double>(start)) + " to " + std::to_string(static_cast<double>(stop)) + " by " +
+                std::to_string(static_cast<double>(step)) + " is not a finite count of elements");
+  const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
+  buffer<T> v(static_cast<std::size_t>(allocation_size("arange", shape_t{n})));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<T>(i) * step);
   return tensor<T>(shape_t{n}, std::move(v));
 }
 /// arange<T>(n): 0, 1, ..., n-1 (1-D).
@@ -372,7 +393,7 @@ template <class T>
 tensor<T> eye(std::int64_t n, std::int64_t m = -1) {
   if (m == -1) m = n;
   if (n < 0 || m < 0) throw error("eye: negative size " + std::to_string(std::min(n, m)));
-  tensor<T> r = zeros<T>({n, m});
+  tensor<T> r = detail::filled_tensor("eye", {n, m}, T(0));
   for (std::int64_t i = 0; i < std::min(n, m); ++i) r(i, i) = T(1);
   return r;
 }
@@ -384,7 +405,7 @@ template <class T = double>
 tensor<T> randn(shape_t s, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   auto uniform = [&] { return (static_cast<double>(gen() >> 11) + 0.5) * 0x1.0p-53; };
-  buffer<T> v(static_cast<std::size_t>(checked_numel("randn", s)));
+  buffer<T> v(static_cast<std::size_t>(allocation_size("randn", s)));
   for (std::size_t i = 0; i < v.size(); i += 2) {
     const double r = std::sqrt(-2.0 * std::log(uniform())), th = 6.283185307179586 * uniform();
     v[i] = static_cast<T>(r * std::cos(th));
