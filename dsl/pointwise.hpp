@@ -222,6 +222,7 @@ auto diagonal_product(const A& a, const B& b) {
   struct NAME##_op : binary_pointwise<NAME##_op> {                                              \
     static constexpr const char* name = #NAME;                                                  \
     static constexpr bool elementwise = true;                                                   \
+    static constexpr bool symbolic_zero_tangents = true; /* zero_tangent.hpp */                  \
     template <class A, class B> TOWER_ALWAYS_INLINE auto base(const A& a, const B& b) const {                       \
       if constexpr (std::is_same_v<NAME##_op, mul_op> && (is_tensor_v<A> || is_tensor_v<B>))       \
         if (auto r = detail::diagonal_product(a, b)) return std::move(*r);                      \
@@ -251,9 +252,25 @@ template <class A> auto log_where_positive(const A& a) { return log(where(gt(a, 
 template <class A, class B> auto max_share(const A& a, const B& b) { return 1.0 - (lt(a, b) + eq(a, b) * 0.5); }
 }  // namespace detail
 
+namespace detail {
+/// t as a tangent of out's shape: add's and sub's JVP when one tangent is a symbolic zero
+/// (zero_tangent.hpp) is the other, of its argument's shape, which may broadcast to out's.
+template <class T, class O>
+auto shaped_like(T t, const O& out) {
+  if constexpr (is_scalar_type_v<O>) {
+    return t;
+  } else if constexpr (is_scalar_type_v<T>) {
+    return t * ones_like(out);
+  } else {
+    if (shape(t) == shape(out)) return t;
+    return T(broadcast_to(t, shape(out)));
+  }
+}
+}  // namespace detail
+
 // name  kernel   VJP wrt a      VJP wrt b            JVP
-TOWER_BINARY_OP(add, x + y,  g,            g,                   ta + tb)
-TOWER_BINARY_OP(sub, x - y,  g,            -g,                  ta - tb)
+TOWER_BINARY_OP(add, x + y,  g,            g,                   detail::shaped_like(ta + tb, out))
+TOWER_BINARY_OP(sub, x - y,  g,            -g,                  detail::shaped_like(ta - tb, out))
 TOWER_BINARY_OP(mul, x * y,  g * b,        g * a,               ta * b + a * tb)
 TOWER_BINARY_OP(div, x / y,  g / b,        -(g * out / b),      (ta - out * tb) / b)
 TOWER_BINARY_OP(pow, std::pow(x, y),  g * b * pow(a, b - 1.0),  g * out * detail::log_where_positive(a),

@@ -13,9 +13,12 @@
 
 namespace tower::detail {
 
-/// exclusive_products_last (below) of a y whose products keep y's type.
+/// For y of shape [..., m] with m >= 2: e[..., i] = prod over j != i of y[..., j]. A tree of
+/// pairs: the pairs' products one level up (an odd element is carried up alone), and on the way
+/// down each element of a pair gets its partner times its pair's exclusive product. 2 m products
+/// in log2(m) levels. y's products must have y's type (products_of_others sees to it).
 template <class Y>
-auto exclusive_products_of_one_type(const Y& y) {
+auto exclusive_products_last(const Y& y) {
   shape_t lead = shape(y);
   std::int64_t m = lead.back();
   lead.pop_back();
@@ -53,23 +56,6 @@ auto exclusive_products_of_one_type(const Y& y) {
   return e;
 }
 
-/// For y of shape [..., m] with m >= 2: e[..., i] = prod over j != i of y[..., j]. A tree of
-/// pairs: the pairs' products one level up (an odd element is carried up alone), and on the way
-/// down each element of a pair gets its partner times its pair's exclusive product. 2 m products
-/// in log2(m) levels.
-template <class Y>
-auto exclusive_products_last(const Y& y) {
-  // A product may carry more batch levels than its operands (a tangent batched at fewer levels
-  // than its primal gains the primal's): start from y as a product, so every partial product
-  // below has one type.
-  if constexpr (!std::is_same_v<decltype(y * y), Y>) {
-    static_assert(std::is_same_v<decltype(y * y), decltype((y * y) * (y * y))>, "tower: internal: products do not keep one type");
-    return exclusive_products_last(y * ones_like(y));
-  } else {
-    return exclusive_products_of_one_type(y);
-  }
-}
-
 /// prod's derivative (declared in reduce.hpp): for each element of x, the product of the other
 /// elements of its reduction group, x's shape.
 template <class X>
@@ -78,6 +64,12 @@ auto products_of_others(const X& x, const reduction_dims& r) {
   using R = decltype(ones());
   if constexpr (is_scalar_type_v<X>) {
     return ones();
+  } else if constexpr (!std::is_same_v<decltype(x * x), X>) {
+    // A product may carry more batch levels than its operands (a tangent batched at fewer levels
+    // than its primal gains the primal's): start from x as a product, so that every partial
+    // product has one type.
+    static_assert(std::is_same_v<decltype(x * x), decltype((x * x) * (x * x))>, "tower: internal: products do not keep one type");
+    return products_of_others(x * ones_like(x), r);
   } else {
     const shape_t xs = shape(x);
     const auto rank = static_cast<std::int64_t>(xs.size());

@@ -235,3 +235,34 @@ TEST_CASE("logsumexp's second derivatives at tied maxima are diag(p) - p pᵀ (p
     require_same("runtime vmap(hessian)", tw::vmap(tw::hessian(lse_r))(repeated(x)).to_tensor(), repeated(H));
   }
 }
+
+TEST_CASE("a constant operand adds no term to a JVP: x * c at x = inf has tangent c, as torch's forward AD") {
+  // The constant's tangent is a symbolic zero (zero_tangent.hpp): no inf * 0 in the product rule.
+  const tensor<double> x = vec({inf, -inf, 1.5}), c = vec({2, -3, 0.5}), ones = vec({1, 1, 1});
+  auto tangent = [&](auto f, const auto& at) { return as_tensor(tw::jvp(f, std::tuple{at}, std::tuple{std::remove_cvref_t<decltype(at)>(ones)}).second); };
+  auto both = [&](const char* what, auto f, const tensor<double>& want) {
+    INFO(what);
+    require_same("static jvp", tangent(f, x), want);
+    require_same("runtime jvp", tangent(f, value(x)), want);
+    // The Jacobian is diagonal (no NaN off it): its column sums are the diagonal.
+    require_same("static jacfwd", tw::sum(tw::jacfwd(f)(x), 0), want);
+    require_same("runtime jacfwd", tw::sum(tw::jacfwd(f)(value(x)), 0).to_tensor(), want);
+  };
+  both("x * 2", [](auto v) { return v * 2.0; }, vec({2, 2, 2}));
+  both("2 * x", [](auto v) { return 2.0 * v; }, vec({2, 2, 2}));
+  both("x * c", [&](auto v) { return v * c; }, c);
+  both("c * x", [&](auto v) { return c * v; }, c);
+  both("x / 4", [](auto v) { return v / 4.0; }, vec({0.25, 0.25, 0.25}));
+  both("x - c", [&](auto v) { return v - c; }, ones);
+  both("c - x", [&](auto v) { return c - v; }, vec({-1, -1, -1}));
+  // The one tangent of a sum takes the sum's shape when the constant broadcasts it.
+  const tensor<double> C = mat(2, 3, {1, 2, 3, 4, 5, 6}), plus = mat(2, 3, {1, 1, 1, 1, 1, 1}), minus = plus * -1.0;
+  require_same("static jvp of x + C", tangent([&](auto v) { return v + C; }, x), plus);
+  require_same("runtime jvp of x + C", tangent([&](auto v) { return v + C; }, value(x)), plus);
+  require_same("static jvp of C - x", tangent([&](auto v) { return C - v; }, x), minus);
+  require_same("runtime jvp of C - x", tangent([&](auto v) { return C - v; }, value(x)), minus);
+  const double s = 0.5;
+  require_same("static jvp of a number + C", as_tensor(tw::jvp([&](auto v) { return v + C; }, std::tuple{s}, std::tuple{1.0}).second), plus);
+  require_same("runtime jvp of a number + C",
+               tw::jvp([&](value v) { return v + C; }, std::tuple{value(s)}, std::tuple{value(1.0)}).second.to_tensor(), plus);
+}

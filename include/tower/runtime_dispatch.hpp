@@ -23,6 +23,7 @@
 #include "tower/op_traits.hpp"
 #include "tower/pool_allocator.hpp"
 #include "tower/runtime_trace.hpp"
+#include "tower/zero_tangent.hpp"
 
 namespace tower::runtime {
 
@@ -205,11 +206,22 @@ class jvp_interpreter : public interpreter_base<transform_type::jvp> {
     value t;
     if constexpr (is_differentiable_v<Op>) {
       if (tracked && fwd_grad_enabled_at(level)) {
+        constexpr bool symbolic_zeros = N == 2 && tower::detail::takes_zero_tangents_v<Op>;
         for (std::size_t i = 0; i < N; ++i)
-          tangents[i] = args[i]->level() == level ? args[i]->get().tangent : tower::detail::zeros_like_value(primals[i]);
-        t = [&]<std::size_t... I>(std::index_sequence<I...>) {
-          return value(op.jvp(out, primals[I]..., tangents[I]...));
-        }(std::make_index_sequence<N>{});
+          if (args[i]->level() == level) tangents[i] = args[i]->get().tangent;
+          else if (!symbolic_zeros) tangents[i] = tower::detail::zeros_like_value(primals[i]);
+        if constexpr (symbolic_zeros) {
+          // The static path's symbolic zero (zero_tangent.hpp) for the argument without a tangent.
+          using tower::detail::zero_tangent;
+          const bool t0 = args[0]->level() == level, t1 = args[1]->level() == level;
+          t = t0 && t1 ? value(op.jvp(out, primals[0], primals[1], tangents[0], tangents[1]))
+              : t0     ? value(op.jvp(out, primals[0], primals[1], tangents[0], zero_tangent{}))
+                       : value(op.jvp(out, primals[0], primals[1], zero_tangent{}, tangents[1]));
+        } else {
+          t = [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return value(op.jvp(out, primals[I]..., tangents[I]...));
+          }(std::make_index_sequence<N>{});
+        }
         return dyn::wrap_dual(level, serial, std::move(out), std::move(t));
       }
     }

@@ -31,6 +31,7 @@
 #include "tower/op_traits.hpp"
 #include "tower/static_tape.hpp"
 #include "tower/static_values.hpp"
+#include "tower/zero_tangent.hpp"
 
 namespace tower {
 
@@ -326,6 +327,15 @@ struct jvp_interpreter {
     else return x;
   }
 
+  /// The tangent of x for the JVP rule of Op on A...: a symbolic zero (zero_tangent.hpp) when x
+  /// has none at this level, if the rule takes one and another argument has a tangent here;
+  /// otherwise tangent(x).
+  template <class Op, class... A, class X>
+  auto tangent_for(const X& x) const {
+    if constexpr (detail::takes_zero_tangents_v<Op> && (... || is_dual_at_v<A, L>) && !is_dual_at_v<X, L>) return detail::zero_tangent{};
+    else return tangent(x);
+  }
+
   /// The tangent of x at this level: zeros when x has none (or its jvp has returned).
   template <class X>
   auto tangent(const X& x) const {
@@ -343,14 +353,14 @@ struct jvp_interpreter {
     if constexpr (!is_differentiable_v<Op>) {
       auto t = detail::zeros_like_value(out);
       return dual<Out, decltype(t), L>{std::move(out), std::move(t), serial_};
-    } else if constexpr (!decltype(diagnostics::check_jvp_rule<Op, requires { op.jvp(out, primal(a)..., tangent(a)...); }>())::value) {
+    } else if constexpr (!decltype(diagnostics::check_jvp_rule<Op, requires { op.jvp(out, primal(a)..., tangent_for<Op, A...>(a)...); }>())::value) {
       return diagnostics::failed{};
     } else {
-      using T = decltype(op.jvp(out, primal(a)..., tangent(a)...));
+      using T = decltype(op.jvp(out, primal(a)..., tangent_for<Op, A...>(a)...));
       if (serial_ && fwd_grad_enabled_at(L) && (... || is_dual_at_v<A, L>)) {
         // Inputs not at this level have zero tangents: the rule may skip their terms.
         detail::tangent_inputs_scope has(tangent_mask<A...>(std::index_sequence_for<A...>{}));
-        T t = op.jvp(out, primal(a)..., tangent(a)...);
+        T t = op.jvp(out, primal(a)..., tangent_for<Op, A...>(a)...);
         return dual<Out, T, L>{std::move(out), std::move(t), serial_};
       }
       T t = detail::convert_adjoint<T>(detail::zeros_like_value(out));

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Writes tests/fuzz/static_programs_test.cpp: a fixed sample of random programs as C++ source.
+"""Writes tests/fuzz/static_programs_seed<S>_test.cpp: a fixed sample of random programs as C++ source.
 
 Each program is a chain of ops (a generic lambda) under a random stack of up to 4 transforms
 (vmap with random in_dims/out_dims, vmap with an unbatched argument, a vmap and a grad whose
 functions capture the enclosing transform's value, grad, vjp, jvp, jacrev, jacfwd, hessian),
 the same kinds as tests/fuzz/runtime_fuzz.cpp. The test runs each program on the static path
 (tensor<double> input) and on the runtime path (the same generic code on a dyn::value) and
-requires the same numbers. The file is checked in; regenerate it with
+requires the same numbers. The files (one per seed, 1 to 3) are checked in; regenerate them with
 
-    python3 tests/fuzz/gen_static_programs.py --seed 1 --programs 16 > tests/fuzz/static_programs_test.cpp
+    for s in 1 2 3; do
+      python3 tests/fuzz/gen_static_programs.py --seed $s --programs 16 > tests/fuzz/static_programs_seed${s}_test.cpp
+    done
 
 (every program is a template instantiation of its own: 16 compile in about a minute and a half).
 """
@@ -61,7 +63,7 @@ class chain:
             if c == 0:
                 self.add(f"tw::softmax({A}, -1)", s)
             elif c == 1:
-                self.add(f"tw::cat({{{A}, tw::sin({A})}}, -1)", s[:-1] + [2 * s[-1]])
+                self.add(f"tw::cat(std::tuple{{{A}, tw::sin({A})}}, -1)", s[:-1] + [2 * s[-1]])  # types may differ: a tuple
             elif c == 2 and s[-1] > 1:
                 self.add(f"tw::narrow({A}, -1, 1, {s[-1] - 1})", s[:-1] + [s[-1] - 1])
             elif c == 3 and len(s) == 2:

@@ -35,7 +35,7 @@ void check(const std::string& name, const G& g, shape_t s, unsigned seed) {
 
 // program 0: jacfwd(vmap(f))
 inline constexpr auto p0_f = [](auto r0) {
-  [[maybe_unused]] auto r1 = tw::cat({r0, tw::sin(r0)}, -1);
+  [[maybe_unused]] auto r1 = tw::cat(std::tuple{r0, tw::sin(r0)}, -1);
   [[maybe_unused]] auto r2 = tw::exp(r1 * 0.5);
   [[maybe_unused]] auto r3 = tw::acos(tw::tanh(r2) * 0.9);
   [[maybe_unused]] auto r4 = r3 - r3;
@@ -135,7 +135,7 @@ void run_p7() { check("p7: jacrev(vmap_closure(hessian(grad(f))))", p7_3, shape_
 // program 8: grad(vmap_unbatched_arg(vjp(f)))
 inline constexpr auto p8_f = [](auto r0) {
   [[maybe_unused]] auto r1 = r0 * r0;
-  [[maybe_unused]] auto r2 = tw::cat({r0, tw::sin(r0)}, -1);
+  [[maybe_unused]] auto r2 = tw::cat(std::tuple{r0, tw::sin(r0)}, -1);
   [[maybe_unused]] auto r3 = r2 * tw::ones_like(r2) + tw::full_like(r2, 0.5);
   [[maybe_unused]] auto r4 = tw::asin(tw::tanh(r3) * 0.9);
   [[maybe_unused]] auto r5 = tw::sin(r4) * 0.5 + r4;
@@ -181,7 +181,7 @@ inline constexpr auto p12_f = [](auto r0) {
   [[maybe_unused]] auto r1 = r0 + r0;
   [[maybe_unused]] auto r2 = tw::sign(r0);
   [[maybe_unused]] auto r3 = tw::tanh(r2);
-  [[maybe_unused]] auto r4 = tw::cat({r3, tw::sin(r3)}, -1);
+  [[maybe_unused]] auto r4 = tw::cat(std::tuple{r3, tw::sin(r3)}, -1);
   [[maybe_unused]] auto r5 = tw::asin(tw::tanh(r4) * 0.9);
   [[maybe_unused]] auto r6 = tw::expm1(r5 * 0.5);
   [[maybe_unused]] auto r7 = tw::sum(r6, 0);
