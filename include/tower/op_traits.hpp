@@ -15,6 +15,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "tower/shape_vector.hpp"
+
 namespace tower {
 
 /// An argument of a batching rule: its physical value, and whether it carries the batch (in dim 0).

@@ -14,6 +14,7 @@
 
 #include "dsl/layout.hpp"
 #include "dsl/shape_ops.hpp"
+#include "tower/batch_fallback.hpp"
 #include "tower/cotangent_seed.hpp"
 #include "tower/dyn_value.hpp"
 #include "tower/grad_mode.hpp"
