@@ -23,6 +23,7 @@ WORKLOADS = [
     ("lennard_jones_xyz", "lennard_jones_xyz.cpp", []),
     ("logistic_d16", "logistic.cpp", ["-DLOGISTIC_D=16"]),
     ("logistic_d256", "logistic.cpp", ["-DLOGISTIC_D=256"]),
+    ("mlp_32_64_1", "mlp.cpp", []),
     ("hessian_r8", "hessian_r8.cpp", []),
     ("jacrev_64", "jacobian64.cpp", []),
     ("jacfwd_64", "jacobian64.cpp", ["-DJACFWD"]),
