@@ -29,6 +29,7 @@ WORKLOADS = [
     ("jacfwd_64", "jacobian64.cpp", ["-DJACFWD"]),
     ("grad_chain10_double", "chain_grad.cpp", []),
     ("vmap_grad_batch1", "vmap_grad_batch1.cpp", []),
+    ("vmap_grad_batch1_runtime", "vmap_grad_batch1.cpp", ["-DRUNTIME"]),
     ("lennard_jones_runtime", "lennard_jones.cpp", ["-DRUNTIME"]),
     ("hessian_r8_runtime", "hessian_r8.cpp", ["-DRUNTIME"]),
 ]
