@@ -11,6 +11,7 @@
 // the communicator as the mapped axis that psum, pmean, all_gather, axis_index and pvary
 // (mpi/collectives.hpp) reduce over. f may use any transform, on either path: vmap(grad(...))
 // inside gives per-example gradients of the shard, grad of a pmean'd loss the global gradient.
+// grad, vjp and jacrev around pmap work as well when f holds no values (pmap_transform::op).
 //
 // Failures do not deadlock: pmap catches what f throws, and the ranks agree on it at the next
 // collective (mpi/axis.hpp). The rank that threw raises its own exception; every other rank
@@ -64,6 +65,29 @@ inline std::string what_of(const std::exception_ptr& e) {
   }
 }
 
+/// A value wrapped by grad levels only (grad, vjp, jacrev's reverse pass) around a tensor.
+template <class X> struct grad_levels_only : std::bool_constant<is_tensor_v<X>> {};
+template <class P, int L, class... Adj> struct grad_levels_only<grad_value<P, L, Adj...>> : grad_levels_only<P> {};
+template <class X> inline constexpr bool is_grad_levels_v = !is_tensor_v<X> && grad_levels_only<std::remove_cvref_t<X>>::value;
+
+/// At run time: a dyn::value wrapped by grad levels only (true), or plain (false, but allowed).
+inline bool grad_levels_now(const dyn::value& x, bool& any) {
+  if (x.level() == 0) return true;
+  for (const dyn::value* v = &x; v->level() > 0; v = &v->get().inner)
+    if (v->get().key != transform_type::grad) return false;
+  any = true;
+  return true;
+}
+
+/// (ct, x...) -> f's VJP at x for ct, on this rank (run inside a pmap: its collectives' VJPs
+/// communicate). It declares f as what it wraps (it holds no other value).
+template <class F>
+struct rank_vjp {
+  F f;
+  using wrapped_function = F;
+  template <class C, class... X> auto operator()(const C& ct, const X&... x) const { return tower::vjp(f, x...).second(ct); }
+};
+
 }  // namespace detail::mpi
 
 template <class F>
@@ -71,8 +95,56 @@ struct pmap_transform {
   F f;
   MPI_Comm comm;
 
+  using wrapped_function = F;
+
   template <class... A>
   auto operator()(A&&... a) const {
+    if constexpr (records_op<std::remove_cvref_t<A>...>()) {
+      if (records_now(a...)) return call_op(op{f, comm}, a...);
+    }
+    return run(std::forward<A>(a)...);
+  }
+
+  /// Under grad (or vjp, jacrev's reverse pass) around pmap: one op on that grad's tape, whose
+  /// base is pmap of f and whose VJP is pmap of f's VJP on each rank, so the backward pass runs
+  /// inside a pmap as well (the collectives' VJPs communicate) and every rank gets the gradient
+  /// of its own shard, as grad inside pmap gives it.
+  struct op {
+    static constexpr const char* name = "pmap";
+    F f;
+    MPI_Comm comm;
+    template <class... X> auto base(const X&... x) const { return pmap_transform{f, comm}.run(x...); }
+    template <class G, class O, class... X> auto vjp(const G& g, const O&, const X&... x) const {
+      return pmap_transform<detail::mpi::rank_vjp<F>>{{f}, comm}.run(g, x...);
+    }
+  };
+
+ private:
+  /// Whether a call on A... may record op: f holds no values (a live transform's value could
+  /// reach it otherwise), every argument is a tensor wrapped by grad levels only or plain (a
+  /// runtime value: checked when called), and f gives one tensor.
+  template <class... A>
+  static constexpr bool records_op() {
+    if constexpr (detail::may_capture_values<F>()) return false;
+    else if constexpr ((is_dyn_v<A> && ...)) return true;
+    else if constexpr (!(detail::mpi::is_grad_levels_v<A> || ...) || !((is_tensor_v<A> || detail::mpi::is_grad_levels_v<A>) && ...)) return false;
+    else if constexpr (!is_tensor_v<decltype(std::declval<const F&>()(std::declval<const typename base_type<A>::type&>()...))>) return false;
+    else return std::is_same_v<decltype(call_op(std::declval<const op&>(), std::declval<const A&>()...)), decltype(std::declval<const F&>()(std::declval<const A&>()...))>;
+  }
+  template <class... A>
+  static bool records_now(const A&... a) {
+    if constexpr ((is_dyn_v<A> && ...)) {
+      bool any = false;
+      return (detail::mpi::grad_levels_now(a, any) && ...) && any;
+    } else {
+      return true;  // by type
+    }
+  }
+
+ public:
+  /// f on the ranks, not recorded (operator() when no grad records the call).
+  template <class... A>
+  auto run(A&&... a) const {
     namespace m = detail::mpi;
     m::axis_frame axis = m::open_axis(comm);
     m::axis_scope scope(axis);
