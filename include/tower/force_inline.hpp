@@ -14,10 +14,19 @@
 //   template <class X> TOWER_ALWAYS_INLINE X twice(const X& x) { return x + x; }
 //   auto f = [&](double x) TOWER_INLINE_LAMBDA { return twice(x); };
 
+//
+// TOWER_LOOP_FUNCTION marks a function that holds a loop over examples with a vectorisation hint
+// (TOWER_NO_ALIAS_LOOP). When clang cannot vectorise such a loop (f calls libm, say) it warns
+// (-Wpass-failed), and without debug information it puts the warning on the function the loop
+// was inlined into: the user's, where tower.hpp's `diagnostic ignored` does not reach, so a
+// user's -Werror build would fail. Kept out of line (one call per vmap), the loop stays in
+// tower's function and the warning stays silenced.
 #if defined(__clang__)
 #define TOWER_ALWAYS_INLINE __attribute__((always_inline)) inline
 #define TOWER_INLINE_LAMBDA __attribute__((always_inline))
+#define TOWER_LOOP_FUNCTION __attribute__((noinline))
 #else
 #define TOWER_ALWAYS_INLINE inline
 #define TOWER_INLINE_LAMBDA
+#define TOWER_LOOP_FUNCTION
 #endif

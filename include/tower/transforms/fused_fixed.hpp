@@ -215,7 +215,7 @@ constexpr std::int64_t example_width() {
 /// A first-order body is cheap to compile and may be called on one example (vmap at batch size
 /// 1), so it keeps a loop for the remainder.
 template <class F, class InDims, class OutDims, class... A>
-[[gnu::flatten]] auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
+[[gnu::flatten]] TOWER_LOOP_FUNCTION auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
   constexpr std::int64_t block = 64;
   constexpr bool one_copy = !first_order<F>();
   // The whole batch as one padded block (one_copy and bs < block): each batched argument's
