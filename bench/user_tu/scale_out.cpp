@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -142,34 +143,46 @@ double ping_pong(std::size_t bytes, int reps) {
   return user_tu::median(t);
 }
 
-/// The ceiling two threads give memory-bound work on this machine: hand-written Lennard-Jones
-/// forces, a plain loop against the same loop split over 2 threads by oneTBB.
-void hand_written_ceiling(const tw::tensor<double>& R) {
-  const std::int64_t B = R.shape()[0];
-  const double* r = R.data();
-  std::vector<double> a(static_cast<std::size_t>(3 * B)), b(a.size());
-  auto rows = [&](double* out, std::int64_t lo, std::int64_t hi) {
-    for (std::int64_t i = lo; i < hi; ++i) {
-      const double x = r[3 * i], y = r[3 * i + 1], z = r[3 * i + 2];
-      const double s = 1.0 / (x * x + y * y + z * z), s2 = s * s;
-      const double c = 4.0 * (6.0 * s2 * s2 * s - 3.0 * s2) * -2.0 * s2;  // dE/ds ds/dr = c r
-      out[3 * i] = c * x;
-      out[3 * i + 1] = c * y;
-      out[3 * i + 2] = c * z;
-    }
+/// The ceiling two threads give on this machine: a hand-written loop over examples
+/// (row(x, out) computes one example's result from its `in` numbers into `out` numbers), plain
+/// against the same loop split over 2 threads by oneTBB.
+template <class Row>
+void hand_written_ceiling(const char* name, const tw::tensor<double>& X, std::int64_t in, std::int64_t out, Row row, int inner) {
+  const std::int64_t B = X.shape()[0];
+  const double* x = X.data();
+  std::vector<double> a(static_cast<std::size_t>(out * B)), b(a.size());
+  auto rows = [&](double* r, std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) row(x + in * i, r + out * i);
   };
   tbb::task_arena arena(2);
   auto serial = [&] { rows(a.data(), 0, B); };
   auto parallel = [&] {
     arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, B, B / 64),
+      tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, B, std::max<std::int64_t>(1, B / 64)),
                         [&](const tbb::blocked_range<std::int64_t>& g) { rows(b.data(), g.begin(), g.end()); });
     });
   };
   serial();
   parallel();
-  user_tu::check("hand-written lennard_jones_2^20", b.data(), a.data(), a.size(), 0.0);
-  compare("hand-written lennard_jones_2^20 threads (variant 1: tbb::parallel_for on 2 threads)", 5, 31, serial, parallel);
+  user_tu::check(name, b.data(), a.data(), a.size(), 0.0);
+  compare(name, inner, 31, serial, parallel);
+}
+
+/// Hand-written Lennard-Jones gradient and Hessian of hessian_f (as bench/user_tu/hessian_r8.cpp).
+void lj_row(const double* r, double* g) {
+  const double s = 1.0 / (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]), s2 = s * s;
+  const double c = 4.0 * (6.0 * s2 * s2 * s - 3.0 * s2) * -2.0 * s2;  // dE/ds ds/dr = c r
+  for (int k = 0; k < 3; ++k) g[k] = c * r[k];
+}
+void hessian_row(const double* x, double* h) {
+  constexpr int n = 8;
+  double q = 1.0;
+  for (int i = 0; i < n; ++i) q += x[i] * x[i];
+  const double a = 2.0 / q, c = -4.0 / (q * q);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) h[i * n + j] = c * x[i] * x[j];
+    h[i * n + i] += a - std::sin(x[i]);
+  }
 }
 
 }  // namespace
@@ -185,7 +198,8 @@ int main(int argc, char** argv) {
   const auto forces = tw::vmap(tw::grad(energy));
   const auto hessians = tw::vmap(tw::hessian(hessian_f));
   if (ranks == 1) {
-    hand_written_ceiling(R);
+    hand_written_ceiling("hand-written lennard_jones_2^20 threads (variant 1: tbb::parallel_for on 2 threads)", R, 3, 3, lj_row, 5);
+    hand_written_ceiling("hand-written hessian_r8_2^14 threads (variant 1: tbb::parallel_for on 2 threads)", P, 8, 64, hessian_row, 5);
     threads("lennard_jones_2^20 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)), R, 5);
     threads("hessian_r8_2^14 threads (variant 1: parallel(2))", hessians, tw::vmap(tw::hessian(hessian_f), tw::parallel(2)), P, 5);
     threads("lennard_jones_16 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)), R16, 20000);
