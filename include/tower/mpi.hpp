@@ -19,11 +19,13 @@
 // the collectives run on the thread that called pmap.
 #include "tower/mpi/axis.hpp"  // first: <mpi.h> without its C++ bindings
 
+#include <algorithm>
 #include <exception>
 #include <string>
 #include <type_traits>
 #include <utility>
 
+#include "tower/grad_levels.hpp"
 #include "tower/mpi/collectives.hpp"
 #include "tower/tower.hpp"
 
@@ -63,20 +65,6 @@ inline std::string what_of(const std::exception_ptr& e) {
   } catch (...) {
     return "an exception that is not a std::exception";
   }
-}
-
-/// A value wrapped by grad levels only (grad, vjp, jacrev's reverse pass) around a tensor.
-template <class X> struct grad_levels_only : std::bool_constant<is_tensor_v<X>> {};
-template <class P, int L, class... Adj> struct grad_levels_only<grad_value<P, L, Adj...>> : grad_levels_only<P> {};
-template <class X> inline constexpr bool is_grad_levels_v = !is_tensor_v<X> && grad_levels_only<std::remove_cvref_t<X>>::value;
-
-/// At run time: a dyn::value wrapped by grad levels only (true), or plain (false, but allowed).
-inline bool grad_levels_now(const dyn::value& x, bool& any) {
-  if (x.level() == 0) return true;
-  for (const dyn::value* v = &x; v->level() > 0; v = &v->get().inner)
-    if (v->get().key != transform_type::grad) return false;
-  any = true;
-  return true;
 }
 
 /// (ct, x...) -> f's VJP at x for ct, on this rank (run inside a pmap: its collectives' VJPs
@@ -127,15 +115,16 @@ struct pmap_transform {
   static constexpr bool records_op() {
     if constexpr (detail::may_capture_values<F>()) return false;
     else if constexpr ((is_dyn_v<A> && ...)) return true;
-    else if constexpr (!(detail::mpi::is_grad_levels_v<A> || ...) || !((is_tensor_v<A> || detail::mpi::is_grad_levels_v<A>) && ...)) return false;
+    else if constexpr (!(detail::is_grad_wrapped_v<A> || ...) || !((is_tensor_v<A> || detail::is_grad_wrapped_v<A>) && ...)) return false;
     else if constexpr (!is_tensor_v<decltype(std::declval<const F&>()(std::declval<const typename base_type<A>::type&>()...))>) return false;
     else return std::is_same_v<decltype(call_op(std::declval<const op&>(), std::declval<const A&>()...)), decltype(std::declval<const F&>()(std::declval<const A&>()...))>;
   }
   template <class... A>
   static bool records_now(const A&... a) {
     if constexpr ((is_dyn_v<A> && ...)) {
-      bool any = false;
-      return (detail::mpi::grad_levels_now(a, any) && ...) && any;
+      // Every argument plain or wrapped by grad levels only, and one at least wrapped.
+      const int levels[] = {detail::grad_levels_now(a)...};
+      return std::ranges::none_of(levels, [](int n) { return n < 0; }) && std::ranges::any_of(levels, [](int n) { return n > 0; });
     } else {
       return true;  // by type
     }

@@ -39,6 +39,7 @@
 #include <thread>
 #endif
 
+#include "tower/grad_levels.hpp"
 #include "tower/lent_rows.hpp"
 #include "tower/tower.hpp"
 
@@ -305,11 +306,6 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
 namespace tower::detail {
 
 namespace par {
-/// A tensor wrapped by grad levels only (grad, vjp, jacrev's reverse pass): grad_value of
-/// grad_value ... of a tensor.
-template <class X> struct only_grad_levels : std::bool_constant<is_tensor_v<X>> {};
-template <class P, int L, class... Adj> struct only_grad_levels<grad_value<P, L, Adj...>> : only_grad_levels<P> {};
-
 /// vmap(f, parallel) of one tensor batched along dim 0, with one tensor out along dim 0, whose
 /// argument some grad records: one op on that grad's tape. Its base is the parallel vmap of f;
 /// its VJP the parallel vmap of f's per-example VJP, so the backward pass runs per grain too.
@@ -345,22 +341,21 @@ constexpr bool may_record_op() {
   if constexpr (sizeof...(A) != 1 || !std::is_same_v<In, in_dims_t<>> || !std::is_same_v<Out, out_dims_t<>> || may_capture_values<V>())
     return false;
   else if constexpr ((is_dyn_v<A> && ...)) return true;
-  else if constexpr ((is_tensor_v<A> || ...) || !(only_grad_levels<std::remove_cvref_t<A>>::value && ...)) return false;
+  else if constexpr (!(is_grad_wrapped_v<A> && ...)) return false;
   else return is_tensor_v<decltype(std::declval<const V&>()(std::declval<const typename base_type<A>::type&>()...))>;
 }
 
-inline bool only_grad_levels_now(const dyn::value& x) {
-  if (x.level() == 0) return false;  // plain: the parallel vmap itself
-  for (const dyn::value* v = &x; v->level() > 0; v = &v->get().inner)
-    if (v->get().key != transform_type::grad) return false;
-  return true;
-}
+/// A runtime argument needs a grad level, and only grad levels (a plain one: the parallel vmap
+/// itself); a static one was checked by type.
 template <class X>
-bool only_grad_levels_now(const X&) { return true; }  // static: by type
+bool grad_wrapped_now(const X& x) {
+  if constexpr (is_dyn_v<X>) return grad_levels_now(x) > 0;
+  else return true;
+}
 
 template <class V, class... A>
 bool records_op(const V& v, const A&... a) {
-  return v.opts.randomness == randomness_kind::error && (only_grad_levels_now(a) && ...);
+  return v.opts.randomness == randomness_kind::error && (grad_wrapped_now(a) && ...);
 }
 }  // namespace par
 
