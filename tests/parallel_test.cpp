@@ -122,6 +122,20 @@ TEST_CASE("parallel: the static path gives the serial vmap's bits for every thre
   }
 }
 
+TEST_CASE("parallel: batch sizes that differ raise the serial vmap's error, whichever argument is small") {
+  auto f = [](auto x, auto y) { return tw::sum(x * y); };
+  std::function<value(value, value)> g = [](value x, value y) { return tw::sum(x * y); };
+  for (const auto& [a, b] : std::vector<std::pair<std::int64_t, std::int64_t>>{{10, 5000}, {5000, 10}, {3, 4}}) {
+    INFO("batch sizes " << a << " and " << b);
+    const tensor<double> X = rows(a, 3, 7), Y = rows(b, 3, 8);
+    for (const auto& p : settings) {
+      require_same_outcome([&] { return tw::vmap(f)(X, Y); }, [&] { return tw::vmap(f, p)(X, Y); });
+      require_same_outcome([&] { return tw::vmap(g)(value(X), value(Y)); }, [&] { return tw::vmap(g, p)(value(X), value(Y)); });
+    }
+    REQUIRE_THROWS_AS(tw::vmap(f, tw::parallel(2, 64))(X, Y), tw::error);
+  }
+}
+
 TEST_CASE("parallel: the runtime path gives the serial vmap's bits for every thread count and batch size") {
   std::function<value(value)> e = [](value r) { return energy(r); };
   std::function<value(value)> h = [](value x) { return hessian_f(x); };
