@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
     hand_written_ceiling("hand-written hessian_r8_2^14 threads (variant 1: tbb::parallel_for on 2 threads)", P, 8, 64, hessian_row, 5);
     threads("lennard_jones_2^20 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)), R, 5);
     threads("hessian_r8_2^14 threads (variant 1: parallel(2))", hessians, tw::vmap(tw::hessian(hessian_f), tw::parallel(2)), P, 5);
+    threads("hessian_r8_2^14 threads (variant 1: parallel)", hessians, tw::vmap(tw::hessian(hessian_f), tw::parallel), P, 5);
     threads("lennard_jones_16 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)), R16, 20000);
     // The backward pass through a parallel vmap: forces as the gradient of the total energy.
     auto total = [](auto r) { return tw::sum(tw::vmap(energy)(r)); };

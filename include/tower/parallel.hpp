@@ -30,6 +30,9 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -260,6 +263,17 @@ auto* single_leading_output(W& whole, const OutDims& out) {
   else return static_cast<tensor<double>*>(nullptr);
 }
 
+/// The arena of n threads for tw::parallel(n), made on first use and kept: a new arena per call
+/// costs its workers' joining it, tens of microseconds (a few percent of a 1 ms batch).
+inline tbb::task_arena& arena_of(int n) {
+  static std::mutex m;
+  static std::map<int, std::unique_ptr<tbb::task_arena>> arenas;
+  const std::lock_guard<std::mutex> lock(m);
+  auto& a = arenas[n];
+  if (!a) a = std::make_unique<tbb::task_arena>(n);
+  return *a;
+}
+
 template <class R, class V, class... A>
 R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grain, const A&... a) {
   const std::int64_t grains = (bs + grain - 1) / grain;
@@ -309,8 +323,7 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
   // isolate: while this call waits, its thread runs only this call's grains.
   auto loop = [&] { tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::int64_t{0}, grains, body); }); };
   if (p.threads > 0) {
-    tbb::task_arena arena(p.threads);
-    arena.execute(loop);
+    arena_of(p.threads).execute(loop);
   } else {
     loop();
   }
