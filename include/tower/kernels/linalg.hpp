@@ -90,6 +90,7 @@ bool scale_checked(const T* r, std::int64_t rows, std::int64_t m, Scale scale, T
     const T* ri = r + i * m;
     T* o = out + i * m;
     std::int64_t c = 0;
+TOWER_LOOP_OF_BLOCKS
     for (; c + 8 <= m; c += 8) {
 TOWER_NO_ALIAS_LOOP
       for (std::int64_t u = 0; u < 8; ++u) {
