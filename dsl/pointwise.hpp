@@ -60,6 +60,12 @@ struct binary_pointwise {
 /// dyn::values, differentiable under every transform: unary `tw::sin(x)`; binary `tw::pow(x, y)`,
 /// broadcasting, scalars either side; comparisons `tw::lt(x, y)` (0/1, not differentiated);
 /// `tw::where(c, a, b)`.
+/// \code
+/// auto x = tw::tensor<double>({2}, {0.5, 2.0});
+/// auto y = tw::pow(tw::sin(x), 2.0) + tw::where(tw::lt(x, 1.0), x, tw::neg(x));
+/// if (std::abs(y(1) - (std::sin(2.0) * std::sin(2.0) - 2.0)) > 1e-15) throw std::runtime_error("pow");
+/// if (tw::grad([](auto v) { return tw::exp(v) * tw::tanh(v); })(0.0) != 1.0) throw std::runtime_error("grad");
+/// \endcode
 /// @{
 TOWER_DECLARE_OP(neg)
 TOWER_DECLARE_OP(abs)
