@@ -83,6 +83,10 @@ struct in_dims_t {
 };
 /// in_dims(d...): one entry per argument of f, `tw::in_dims(tw::none, 0, -1)`; a single int is
 /// every argument.
+/// \code
+/// auto y = tw::vmap([](auto x, auto w) { return x * w; }, tw::in_dims(-1, tw::none))(tw::tensor<double>{{1, 2}}, 3.0);
+/// if (y.shape() != tw::shape_t{2, 1} || y(1, 0) != 6) throw std::runtime_error("in_dims");   // batch from the last dim
+/// \endcode
 template <class... D>
   requires(detail::is_in_dim_entry_v<D> && ...)
 constexpr auto in_dims(D... d) {
@@ -112,6 +116,10 @@ template <class OutDims> inline constexpr bool is_flat_out_dims_v = false;
 template <class... D> inline constexpr bool is_flat_out_dims_v<out_dims_t<D...>> = (std::is_integral_v<D> && ...);
 }  // namespace detail
 /// out_dims(d...): one dim per output of f, where the batch goes (`tw::out_dims(0, -1)`).
+/// \code
+/// auto y = tw::vmap([](auto x) { return tw::stack({x, -x}); }, tw::out_dims(-1))(tw::tensor<double>{1, 2, 3});
+/// if (y.shape() != tw::shape_t{2, 3} || y(1, 2) != -3) throw std::runtime_error("out_dims");
+/// \endcode
 template <class... D>
   requires(detail::is_out_dim_entry_v<D> && ...)
 constexpr auto out_dims(D... d) {
@@ -130,10 +138,13 @@ struct in_dims_all_t {
 /// - randomness::same: one draw shared by every example;
 /// - randomness::different: each example draws its own values (f runs one example at a time).
 /// chunk_size does not change the numbers in any mode.
-///
-///   auto noisy = [](auto x) { return x + tw::randn_like(x); };
-///   tw::vmap(noisy, tw::randomness::different)(X);  // [B, d]: rows differ
-///   tw::vmap(noisy, tw::randomness::same)(X);       // [B, d]: x_b + one noise vector
+/// \code
+/// auto noisy = [](auto x) { return x + tw::randn_like(x); };
+/// auto X = tw::zeros<double>({2, 3});
+/// auto d = tw::vmap(noisy, tw::randomness::different)(X);  // [B, d]: rows differ
+/// auto s = tw::vmap(noisy, tw::randomness::same)(X);       // [B, d]: x_b + one noise vector
+/// if (d(0, 0) == d(1, 0) || s(0, 0) != s(1, 0)) throw std::runtime_error("randomness");
+/// \endcode
 struct randomness_t {
   randomness_kind kind;
 };
@@ -152,6 +163,11 @@ struct chunk_size_t {
   std::int64_t size;
 };
 /// chunk_size(n): a vmap option, at most n examples at a time (`tw::vmap(f, tw::chunk_size(64))`).
+/// \code
+/// auto f = [](auto x) { return tw::sum(x * x); };
+/// auto X = tw::reshape(tw::arange<double>(6), {3, 2});
+/// if (tw::vmap(f, tw::chunk_size(2))(X)(2) != 16 + 25) throw std::runtime_error("chunk_size");
+/// \endcode
 constexpr chunk_size_t chunk_size(std::int64_t n) {
   if (n < 0) throw error("vmap: chunk_size(" + std::to_string(n) + "): the size must be positive, or 0 for the whole batch at once");
   return {n};
@@ -185,12 +201,21 @@ struct argnums_t {
   static constexpr std::size_t count = sizeof...(I);
 };
 /// tw::argnums<I...>: the arguments grad, jacrev, jacfwd and hessian differentiate.
+/// \code
+/// auto g = tw::grad([](auto x, auto y) { return x * y; }, tw::argnums<1>)(3.0, 5.0);   // d/dy = x
+/// if (g != 3.0) throw std::runtime_error("argnums");
+/// \endcode
 template <int... I>
 inline constexpr argnums_t<I...> argnums{};
 
 /// f returns (value, aux); aux comes back untouched beside the gradient.
 struct has_aux_t {};
 /// tw::has_aux: the option for a function that returns (value, aux).
+/// \code
+/// auto f = [](auto x) { return std::make_tuple(x * x, 7.0); };
+/// auto [g, aux] = tw::grad(f, tw::has_aux)(3.0);
+/// if (g != 6.0 || aux != 7.0) throw std::runtime_error("has_aux");
+/// \endcode
 inline constexpr has_aux_t has_aux{};
 
 }  // namespace tower
