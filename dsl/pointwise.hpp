@@ -59,7 +59,7 @@ struct binary_pointwise {
 /// Function objects (op_fn) on numbers, tensors, tw::fixed values, transform values and
 /// dyn::values, differentiable under every transform: unary `tw::sin(x)`; binary `tw::pow(x, y)`,
 /// broadcasting, scalars either side; comparisons `tw::lt(x, y)` (0/1, not differentiated);
-/// `tw::where(c, a, b)`. Each op against <cmath>:
+/// `tw::where(c, a, b)`. Each op against its std:: function:
 /// \code
 /// double x = 0.5, y = 2.0;
 /// auto same = [](double a, double b) { if (std::abs(a - b) > 1e-15 * std::max(1.0, std::abs(b))) throw std::runtime_error("op"); };
