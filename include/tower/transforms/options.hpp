@@ -187,6 +187,12 @@ struct parallel_t {
   }
 };
 /// tw::parallel: the vmap option for every core; tw::parallel(n, grain) for n threads.
+/// \code
+/// #include <tower/parallel.hpp>   // and -ltbb
+/// auto X = tw::reshape(tw::arange<double>(4096), {2048, 2});
+/// auto y = tw::vmap([](auto x) { return tw::sum(x * x); }, tw::parallel(2, 512))(X);
+/// if (y(2047) != 4094.0 * 4094 + 4095.0 * 4095) throw std::runtime_error("parallel");
+/// \endcode
 inline constexpr parallel_t parallel{};
 
 /// vmap's run-time options, gathered from chunk_size and randomness.
