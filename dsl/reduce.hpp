@@ -374,7 +374,7 @@ TOWER_COMPOSITE_REDUCTION(logsumexp)
 /// auto x = tw::tensor<double>({2, 3}, {1, 2, 3, 4, 5, 6});
 /// // 1..6: mean 3.5, squared deviations 17.5; row 0: mean 2, squared deviations 2
 /// if (tw::var(x).item() != 3.5 || tw::var(x, 1)(0) != 1.0) throw std::runtime_error("var");
-/// if (std::abs(tw::var(x, {1}, false, 0.0)(0) - 2.0 / 3) > 1e-15) throw std::runtime_error("population var");
+/// if (std::abs(tw::var(x, tw::shape_t{1}, false, 0.0)(0) - 2.0 / 3) > 1e-15) throw std::runtime_error("population var");
 /// \endcode
 template <operand X> auto var(const X& x, shape_t dims, bool keepdim = false, double correction = 1.0) {
   const reduction_dims r{std::move(dims), keepdim, false}, kept{r.dims, true, false};
