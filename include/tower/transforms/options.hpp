@@ -17,14 +17,22 @@ namespace tower {
 /// An argument that vmap does not batch.
 struct none_t {};
 /// tw::none: an in_dims entry for an argument every example shares (functorch's None).
+/// \code
+/// auto y = tw::vmap([](auto x, auto c) { return x * c; }, tw::in_dims(0, tw::none))(tw::tensor<double>{1, 2}, 10.0);
+/// if (y(1) != 20) throw std::runtime_error("none");
+/// \endcode
 inline constexpr none_t none{};
 
 /// An in_dims entry for a [B, N] tensor: batch in dim 0, and f sees each row as a
 /// tw::fixed<T, N> (fixed.hpp), a vector whose size the compiler knows. vmap(grad(f)) then runs
 /// grad's tape-free path per example in one loop (fused_fixed.hpp). The result is the same as
 /// with entry 0; where that path does not apply, vmap runs f on tensors with entry 0.
-///
-///   auto forces = tw::vmap(tw::grad(energy), tw::in_dims(tw::fixed_rows<3>));   // R: [B, 3]
+/// \code
+/// auto energy = [](auto r) { return 1.0 / tw::sum(r * r); };   // gradient -2 r / |r|^4
+/// auto R = tw::tensor<double>{{1, 0, 0}, {0, 2, 0}};
+/// auto forces = tw::vmap(tw::grad(energy), tw::in_dims(tw::fixed_rows<3>))(R);   // R: [B, 3]
+/// if (forces.shape() != tw::shape_t{2, 3} || forces(0, 0) != -2 || forces(1, 1) != -4.0 / 16) throw std::runtime_error("fixed_rows");
+/// \endcode
 template <int N>
 struct fixed_rows_t {
   static_assert(N >= 1, "tw::fixed_rows: the row size must be at least 1");
