@@ -69,9 +69,18 @@ struct permute_op {
 };
 
 /// Dims of x reordered: result dim k is x's dim perm[k].
+/// \code
+/// auto x = tw::reshape(tw::arange<double>(24), {2, 3, 4});
+/// auto y = tw::permute(x, {2, 0, 1});
+/// if (y.shape() != tw::shape_t{4, 2, 3} || y(3, 1, 2) != x(1, 2, 3)) throw std::runtime_error("permute");
+/// \endcode
 template <operand X> TOWER_ALWAYS_INLINE auto permute(const X& x, shape_t perm) { return call_op(permute_op{std::move(perm)}, x); }
 
 /// x with dims d0 and d1 swapped.
+/// \code
+/// auto x = tw::tensor<double>{{1, 2, 3}, {4, 5, 6}};
+/// if (tw::transpose(x, 0, 1)(2, 0) != 3) throw std::runtime_error("transpose");
+/// \endcode
 template <operand X> auto transpose(const X& x, std::int64_t d0, std::int64_t d1) {
   const std::int64_t r = rank(x);
   shape_t p(static_cast<std::size_t>(r));
@@ -81,6 +90,10 @@ template <operand X> auto transpose(const X& x, std::int64_t d0, std::int64_t d1
 }
 
 /// x with a size-1 dim inserted at `dim` (in [-rank-1, rank]).
+/// \code
+/// auto x = tw::tensor<double>{1, 2, 3};
+/// if (tw::unsqueeze(x, 0).shape() != tw::shape_t{1, 3} || tw::unsqueeze(x, -1)(2, 0) != 3) throw std::runtime_error("unsqueeze");
+/// \endcode
 template <operand X> auto unsqueeze(const X& x, std::int64_t dim) {
   shape_t s = shape(x);
   const std::int64_t d = detail::norm_dim("unsqueeze", dim, static_cast<std::int64_t>(s.size()) + 1);
@@ -88,6 +101,10 @@ template <operand X> auto unsqueeze(const X& x, std::int64_t dim) {
   return reshape(x, s);
 }
 /// x without its size-1 dims (or only `dim`, which must have size 1).
+/// \code
+/// auto x = tw::zeros<double>({1, 3, 1});
+/// if (tw::squeeze(x).shape() != tw::shape_t{3} || tw::squeeze(x, 2).shape() != tw::shape_t{1, 3}) throw std::runtime_error("squeeze");
+/// \endcode
 template <operand X> auto squeeze(const X& x) {
   shape_t s;
   for (auto n : shape(x)) if (n != 1) s.push_back(n);
@@ -104,6 +121,10 @@ template <operand X> auto squeeze(const X& x, std::int64_t dim) {
   return reshape(x, s);
 }
 /// Dims start..end merged into one.
+/// \code
+/// auto x = tw::reshape(tw::arange<double>(24), {2, 3, 4});
+/// if (tw::flatten(x).shape() != tw::shape_t{24} || tw::flatten(x, 1)(1, 11) != 23) throw std::runtime_error("flatten");
+/// \endcode
 template <operand X> auto flatten(const X& x, std::int64_t start = 0, std::int64_t end = -1) {
   const shape_t s = shape(x);
   if (s.empty()) return reshape(x, {1});
@@ -116,6 +137,10 @@ template <operand X> auto flatten(const X& x, std::int64_t start = 0, std::int64
   return reshape(x, out);
 }
 /// torch's expand: broadcast_to where -1 keeps a dim's size.
+/// \code
+/// auto y = tw::expand(tw::tensor<double>({2, 1}, {1, 2}), {-1, 3});
+/// if (y.shape() != tw::shape_t{2, 3} || y(1, 2) != 2) throw std::runtime_error("expand");
+/// \endcode
 template <operand X> auto expand(const X& x, shape_t s) {
   const shape_t xs = shape(x);
   if (s.size() < xs.size())
@@ -184,10 +209,19 @@ auto narrow_op::vjp(const G& g, const O&, const X& x) const {
 }
 
 /// narrow(x, dim, start, length): elements start .. start + length - 1 along dim (torch.narrow).
+/// \code
+/// auto x = tw::arange<double>(10);
+/// if (tw::narrow(x, 0, 2, 3)(0) != 2 || tw::narrow(x, 0, 2, 3).numel() != 3) throw std::runtime_error("narrow");
+/// \endcode
 template <operand X> auto narrow(const X& x, std::int64_t dim, std::int64_t start, std::int64_t length) {
   return call_op(narrow_op{dim, start, length}, x);
 }
 /// x[start:end] along dim (Python slice bounds: negative counts from the end, clamped).
+/// \code
+/// auto x = tw::arange<double>(10);
+/// auto y = tw::slice(x, 0, -3, 100);   // x[-3:100]: 7, 8, 9
+/// if (y.numel() != 3 || y(0) != 7) throw std::runtime_error("slice");
+/// \endcode
 template <operand X> auto slice(const X& x, std::int64_t dim, std::int64_t start, std::int64_t end) {
   const shape_t s = shape(x);
   const std::int64_t n = s.at(static_cast<std::size_t>(detail::norm_dim("slice", dim, static_cast<std::int64_t>(s.size()))));
@@ -256,6 +290,13 @@ template <operand X> auto cat(const std::vector<X>& xs, std::int64_t dim = 0) {
   }
 }
 /// cat({a, b, ...}, dim): concatenation along an existing dim.
+/// \code
+/// tw::tensor<double> a{1, 2}, b{3};
+/// if (tw::cat({a, b})(2) != 3 || tw::cat(std::vector{a, a, b}).numel() != 5) throw std::runtime_error("cat");
+/// // a plain tensor with a value vmap wraps: a tuple
+/// auto f = [&](auto x) { return tw::sum(tw::cat(std::tuple{a, x})); };
+/// if (tw::vmap(f)(tw::tensor<double>({2, 1}, {10, 20}))(1) != 23) throw std::runtime_error("cat tuple");
+/// \endcode
 template <operand X> auto cat(std::initializer_list<X> xs, std::int64_t dim = 0) { return cat(std::vector<X>(xs), dim); }
 
 /// The values (of one shape) stacked along a new dim.
@@ -273,6 +314,13 @@ template <operand X> auto stack(const std::vector<X>& xs, std::int64_t dim = 0) 
   return cat(u, dim);
 }
 /// stack({a, b, ...}, dim): values of one shape along a new dim.
+/// \code
+/// tw::tensor<double> a{1, 2}, b{3, 4};
+/// auto s = tw::stack({a, b}, 1);   // [[1, 3], [2, 4]]
+/// if (s.shape() != tw::shape_t{2, 2} || s(0, 1) != 3 || tw::stack(std::vector{a, b})(1, 0) != 3) throw std::runtime_error("stack");
+/// auto f = [&](auto x) { return tw::stack(std::tuple{a, x}); };   // a plain tensor and a vmap value
+/// if (tw::vmap(f)(tw::tensor<double>({1, 2}, {5, 6}))(0, 1, 1) != 6) throw std::runtime_error("stack tuple");
+/// \endcode
 template <operand X> auto stack(std::initializer_list<X> xs, std::int64_t dim = 0) { return stack(std::vector<X>(xs), dim); }
 
 namespace detail {
@@ -307,6 +355,10 @@ auto stack(const std::tuple<X...>& xs, std::int64_t dim = 0) {
 }
 
 /// Pieces of `size` along dim (the last may be smaller), as torch.split.
+/// \code
+/// auto parts = tw::split(tw::arange<double>(5), 2);   // [0, 1], [2, 3], [4]
+/// if (parts.size() != 3 || parts[2].numel() != 1 || parts[2](0) != 4) throw std::runtime_error("split");
+/// \endcode
 template <operand X> auto split(const X& x, std::int64_t size, std::int64_t dim = 0) {
   if (size <= 0) throw error("split: size must be positive, got " + std::to_string(size));
   const shape_t s = shape(x);
@@ -375,13 +427,27 @@ auto gather_op::vjp(const G& g, const O&, const X& x, const I& index) const {
 }
 
 /// gather(x, dim, index): out[i][j] = x[index[i][j]][j] for dim 0, and so on (torch.gather).
+/// \code
+/// auto x = tw::tensor<double>{{1, 2}, {3, 4}};
+/// auto g = tw::gather(x, 1, tw::tensor<double>{{1, 1}, {0, 1}});   // [[2, 2], [3, 4]]
+/// if (g(0, 0) != 2 || g(1, 0) != 3) throw std::runtime_error("gather");
+/// \endcode
 template <operand X, operand I> TOWER_ALWAYS_INLINE auto gather(const X& x, std::int64_t dim, const I& index) { return call_op(gather_op{dim}, x, index); }
 /// scatter_add(self, dim, index, src): self with src added at index along dim (torch.scatter_add).
+/// \code
+/// auto y = tw::scatter_add(tw::zeros<double>({3}), 0, tw::tensor<double>{0, 2, 0}, tw::tensor<double>{1, 2, 3});
+/// if (y(0) != 4 || y(1) != 0 || y(2) != 2) throw std::runtime_error("scatter_add");
+/// \endcode
 template <operand S, operand I, operand X> auto scatter_add(const S& self, std::int64_t dim, const I& index, const X& src) {
   return call_op(scatter_add_op{dim}, self, index, src);
 }
 
 /// The entries of x at `index` along dim (torch.index_select), as a gather.
+/// \code
+/// auto x = tw::tensor<double>{{1, 2}, {3, 4}, {5, 6}};
+/// auto y = tw::index_select(x, 0, {2, -3});   // rows 2 and 0
+/// if (y.shape() != tw::shape_t{2, 2} || y(0, 1) != 6 || y(1, 0) != 1) throw std::runtime_error("index_select");
+/// \endcode
 template <operand X> auto index_select(const X& x, std::int64_t dim, const shape_t& index) {
   const shape_t s = shape(x);
   const std::int64_t d = detail::norm_dim("index_select", dim, static_cast<std::int64_t>(s.size()));

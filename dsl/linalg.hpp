@@ -150,9 +150,11 @@ struct fixed_rule<vecdot_op> {
 }  // namespace detail
 
 /// vecdot(a, b): sum(a * b, -1) for [..., k] and [..., k], leading dims broadcast.
-///
-///   tw::tensor<double> X({2, 3}, {1, 2, 3, 4, 5, 6}), w{1.0, 0.0, -1.0};
-///   tw::vecdot(X, w);  // tensor([-2, -2]): one inner product per row
+/// \code
+/// tw::tensor<double> X({2, 3}, {1, 2, 3, 4, 5, 6}), w{1.0, 0.0, -1.0};
+/// auto y = tw::vecdot(X, w);  // tensor([-2, -2]): one inner product per row
+/// if (y.shape() != tw::shape_t{2} || y(0) != -2 || y(1) != -2) throw std::runtime_error("vecdot");
+/// \endcode
 template <operand A, operand B> auto vecdot(const A& a, const B& b) {
   if constexpr (is_fixed_v<A> || is_fixed_v<B>) {
     return call_op(vecdot_op{}, a, b);  // sizes checked at compile time
@@ -164,6 +166,9 @@ template <operand A, operand B> auto vecdot(const A& a, const B& b) {
 }
 
 /// Inner product of two 1-D tensors.
+/// \code
+/// if (tw::dot(tw::tensor<double>{1, 2, 3}, tw::tensor<double>{4, 5, 6}).item() != 32) throw std::runtime_error("dot");
+/// \endcode
 template <operand X, operand Y>
 auto dot(const X& x, const Y& y) {
   if constexpr (is_fixed_v<X> || is_fixed_v<Y>) {
@@ -178,6 +183,11 @@ auto dot(const X& x, const Y& y) {
 
 /// torch.matmul: 1-D x 1-D is a dot product, 1-D operands get a dim added (then removed), and
 /// higher ranks are stacks of matrices with broadcast stack dims.
+/// \code
+/// tw::tensor<double> A{{1, 2}, {3, 4}}, v{1, 1};
+/// auto y = tw::matmul(A, v);   // [2, 2] x [2] -> [2]
+/// if (y.shape() != tw::shape_t{2} || y(1) != 7 || tw::matmul(A, A)(1, 1) != 22) throw std::runtime_error("matmul");
+/// \endcode
 template <operand A, operand B> auto matmul(const A& a, const B& b) {
   const std::int64_t ra = rank(a), rb = rank(b);
   if (ra == 0 || rb == 0)
@@ -193,6 +203,10 @@ template <operand A, operand B> auto matmul(const A& a, const B& b) {
 }
 
 /// Matrix x matrix ([n, k] x [k, m]).
+/// \code
+/// tw::tensor<double> A{{1, 2}, {3, 4}};
+/// if (tw::mm(A, tw::eye<double>(2))(1, 0) != 3 || tw::mm(A, A)(0, 1) != 10) throw std::runtime_error("mm");
+/// \endcode
 template <operand A, operand B> auto mm(const A& a, const B& b) {
   if (rank(a) != 2 || rank(b) != 2)
     throw error("mm: expected two matrices, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
@@ -200,6 +214,9 @@ template <operand A, operand B> auto mm(const A& a, const B& b) {
   return call_op(matmul_op{}, a, b);
 }
 /// Matrix x vector ([n, k] x [k]).
+/// \code
+/// if (tw::mv(tw::tensor<double>{{1, 2}, {3, 4}}, tw::tensor<double>{1, -1})(1) != -1) throw std::runtime_error("mv");
+/// \endcode
 template <operand A, operand V> auto mv(const A& a, const V& v) {
   if (rank(a) != 2 || rank(v) != 1)
     throw error("mv: expected a matrix and a vector, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(v)));
@@ -207,6 +224,11 @@ template <operand A, operand V> auto mv(const A& a, const V& v) {
   return matmul(a, v);
 }
 /// Batched matrix x matrix ([b, n, k] x [b, k, m]).
+/// \code
+/// auto a = tw::reshape(tw::arange<double>(8), {2, 2, 2});   // [[0, 1], [2, 3]] and [[4, 5], [6, 7]]
+/// auto c = tw::bmm(a, a);
+/// if (c.shape() != tw::shape_t{2, 2, 2} || c(1, 0, 0) != 4 * 4 + 5 * 6) throw std::runtime_error("bmm");
+/// \endcode
 template <operand A, operand B> auto bmm(const A& a, const B& b) {
   if (rank(a) != 3 || rank(b) != 3 || shape(a)[0] != shape(b)[0])
     throw error("bmm: expected [b, n, k] and [b, k, m], got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
@@ -214,12 +236,19 @@ template <operand A, operand B> auto bmm(const A& a, const B& b) {
   return call_op(matmul_op{}, a, b);
 }
 /// Outer product of two vectors: [n] x [m] -> [n, m].
+/// \code
+/// auto o = tw::outer(tw::tensor<double>{1, 2}, tw::tensor<double>{3, 4, 5});
+/// if (o.shape() != tw::shape_t{2, 3} || o(1, 2) != 10) throw std::runtime_error("outer");
+/// \endcode
 template <operand A, operand B> auto outer(const A& a, const B& b) {
   if (rank(a) != 1 || rank(b) != 1)
     throw error("outer: expected two vectors, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
   return unsqueeze(a, 1) * unsqueeze(b, 0);
 }
 /// Sum of the diagonal of a matrix.
+/// \code
+/// if (tw::trace(tw::tensor<double>{{1, 2}, {3, 4}}).item() != 5) throw std::runtime_error("trace");
+/// \endcode
 template <operand X> auto trace(const X& x) {
   const shape_t s = shape(x);
   if (s.size() != 2) throw error("trace: expected a matrix, got shape " + detail::shape_str(s));
@@ -246,6 +275,11 @@ struct solve_op {
 };
 
 /// solve(A, B) with B a matrix (stack) or a vector ([n]: the result is [n]).
+/// \code
+/// tw::tensor<double> A{{2, 1}, {1, 3}}, b{3, 5};
+/// auto x = tw::solve(A, b);   // 2 x0 + x1 = 3, x0 + 3 x1 = 5: x = (0.8, 1.4)
+/// if (std::abs(x(0) - 0.8) > 1e-15 || std::abs(x(1) - 1.4) > 1e-15) throw std::runtime_error("solve");
+/// \endcode
 template <operand A, operand B> auto solve(const A& a, const B& b) {
   detail::require_rank_at_least("solve", a, 2);
   if (rank(b) == 1) return squeeze(call_op(solve_op{}, a, unsqueeze(b, -1)), -1);
@@ -291,6 +325,10 @@ struct cholesky_op {
 
 /// cholesky(A): the lower-triangular L with A = L Lᵀ for a symmetric positive-definite A [.., n, n];
 /// raises tower::error when A is not positive definite.
+/// \code
+/// auto L = tw::cholesky(tw::tensor<double>{{4, 2}, {2, 5}});   // [[2, 0], [1, 2]]
+/// if (L(0, 0) != 2 || L(1, 0) != 1 || L(0, 1) != 0 || L(1, 1) != 2) throw std::runtime_error("cholesky");
+/// \endcode
 inline constexpr op_fn<cholesky_op> cholesky{};
 
 }  // namespace tower

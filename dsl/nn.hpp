@@ -18,6 +18,11 @@ namespace tower {
 /// log(softmax(x)) along dim, computed stably (x - logsumexp). As torch's, a row with a +inf
 /// element is all NaN (+inf - +inf, and the other elements' -inf with it). Over a dim of size 0
 /// the result is empty, as torch's (logsumexp would take the maximum of nothing).
+/// \code
+/// auto x = tw::tensor<double>{1, 2, 3};
+/// double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+/// if (std::abs(tw::log_softmax(x)(0) - (1 - lse)) > 1e-15) throw std::runtime_error("log_softmax");
+/// \endcode
 template <operand X> auto log_softmax(const X& x, std::int64_t dim = -1) {
   auto stable = [&] {
     auto lse = logsumexp(x, dim, true);
@@ -40,9 +45,16 @@ template <operand X> auto log_softmax(const X& x, std::int64_t dim = -1) {
 }
 
 /// exp(x) / sum(exp(x)) along dim.
+/// \code
+/// auto p = tw::softmax(tw::tensor<double>{{0, std::log(3.0)}}, 1);   // [[1/4, 3/4]]
+/// if (std::abs(p(0, 0) - 0.25) > 1e-15 || std::abs(p(0, 1) - 0.75) > 1e-15) throw std::runtime_error("softmax");
+/// \endcode
 template <operand X> auto softmax(const X& x, std::int64_t dim = -1) { return exp(log_softmax(x, dim)); }
 
 /// mean((a - b)²).
+/// \code
+/// if (tw::mse_loss(tw::tensor<double>{1, 2}, tw::tensor<double>{1, 4}).item() != 2) throw std::runtime_error("mse_loss");
+/// \endcode
 template <operand A, operand B> auto mse_loss(const A& a, const B& b) { return mean(square(a - b)); }
 
 namespace detail {
@@ -75,6 +87,11 @@ void check_class_indices(const Y& target, std::int64_t classes) {
 /// Cross entropy of logits [C] or [N, C] (classes in the last dim), averaged over examples.
 /// `target` holds class indices (integers, shape [] or [N]) or, with the logits' shape, class
 /// probabilities.
+/// \code
+/// auto logits = tw::tensor<double>{{0, std::log(3.0)}, {0, 0}};
+/// double ce = tw::cross_entropy(logits, tw::tensor<double>{1, 0}).item();   // -(log 3/4 + log 1/2) / 2
+/// if (std::abs(ce + (std::log(0.75) + std::log(0.5)) / 2) > 1e-15) throw std::runtime_error("cross_entropy");
+/// \endcode
 template <operand X, operand Y> auto cross_entropy(const X& logits, const Y& target) {
   const std::int64_t r = rank(logits);
   if (r < 1 || r > 2) throw error("cross_entropy: expected logits [C] or [N, C], got shape " + detail::shape_str(shape(logits)));
@@ -96,6 +113,10 @@ template <operand X, operand Y> auto cross_entropy(const X& logits, const Y& tar
 }
 
 /// mean(-y log σ(x) - (1 - y) log(1 - σ(x))), computed stably as mean(softplus(x) - x y).
+/// \code
+/// double b = tw::binary_cross_entropy_with_logits(tw::tensor<double>{0.0}, tw::tensor<double>{1.0}).item();
+/// if (std::abs(b - std::log(2.0)) > 1e-15) throw std::runtime_error("binary_cross_entropy_with_logits");   // -log σ(0)
+/// \endcode
 template <operand X, operand Y> auto binary_cross_entropy_with_logits(const X& x, const Y& y) {
   if (shape(x) != shape(y))
     throw error("binary_cross_entropy_with_logits: shapes " + detail::shape_str(shape(x)) + " and " + detail::shape_str(shape(y)) +

@@ -59,7 +59,26 @@ struct binary_pointwise {
 /// Function objects (op_fn) on numbers, tensors, tw::fixed values, transform values and
 /// dyn::values, differentiable under every transform: unary `tw::sin(x)`; binary `tw::pow(x, y)`,
 /// broadcasting, scalars either side; comparisons `tw::lt(x, y)` (0/1, not differentiated);
-/// `tw::where(c, a, b)`.
+/// `tw::where(c, a, b)`. Each op against its std:: function:
+/// \code
+/// double x = 0.5, y = 2.0;
+/// auto same = [](double a, double b) { if (std::abs(a - b) > 1e-15 * std::max(1.0, std::abs(b))) throw std::runtime_error("op"); };
+/// same(tw::neg(x), -x); same(tw::abs(-x), x); same(tw::sign(-x), -1); same(tw::exp(x), std::exp(x));
+/// same(tw::expm1(x), std::expm1(x)); same(tw::log(x), std::log(x)); same(tw::log1p(x), std::log1p(x));
+/// same(tw::sqrt(x), std::sqrt(x)); same(tw::rsqrt(x), 1 / std::sqrt(x)); same(tw::square(x), x * x);
+/// same(tw::sin(x), std::sin(x)); same(tw::cos(x), std::cos(x)); same(tw::tan(x), std::tan(x));
+/// same(tw::tanh(x), std::tanh(x)); same(tw::sinh(x), std::sinh(x)); same(tw::cosh(x), std::cosh(x));
+/// same(tw::asin(x), std::asin(x)); same(tw::acos(x), std::acos(x)); same(tw::atan(x), std::atan(x));
+/// same(tw::sigmoid(x), 1 / (1 + std::exp(-x))); same(tw::softplus(x), std::log1p(std::exp(x)));
+/// same(tw::relu(-x), 0); same(tw::erf(x), std::erf(x)); same(tw::reciprocal(x), 1 / x);
+/// same(tw::add(x, y), 2.5); same(tw::sub(x, y), -1.5); same(tw::mul(x, y), 1); same(tw::div(x, y), 0.25);
+/// same(tw::pow(y, 3.0), 8); same(tw::maximum(x, y), y); same(tw::minimum(x, y), x); same(tw::atan2(x, y), std::atan2(x, y));
+/// same(tw::eq(x, x) + tw::ne(x, y) + tw::lt(x, y) + tw::le(x, x) + tw::gt(y, x) + tw::ge(x, y), 5);
+/// same(tw::where(tw::lt(x, y), x, y), x);
+/// // tensors broadcast against scalars; every transform differentiates the ops
+/// same((tw::pow(tw::tensor<double>{1, 2, 3}, 2.0) - 1.0)(2), 8);
+/// same(tw::grad([](auto v) { return tw::sin(v) * v; })(x), std::cos(x) * x + std::sin(x));
+/// \endcode
 /// @{
 TOWER_DECLARE_OP(neg)
 TOWER_DECLARE_OP(abs)

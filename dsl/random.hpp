@@ -181,18 +181,27 @@ struct bernoulli_op {
 };
 
 /// Standard normal values with x's shape and element type.
-///
-///   auto noise = tw::randn_like(x);   // x: [3] -> [3] of N(0, 1) draws
+/// \code
+/// auto x = tw::zeros<double>({3});
+/// tw::manual_seed(1);
+/// auto a = tw::randn_like(x);   // [3] of N(0, 1) draws
+/// tw::manual_seed(1);
+/// if (tw::randn_like(x)(2) != a(2) || a(0) == a(1)) throw std::runtime_error("randn_like");
+/// \endcode
 inline constexpr random_op_fn<randn_like_op> randn_like{};
 
 /// Uniform values in [0, 1) with x's shape and element type.
-///
-///   auto u = tw::rand_like(x);
+/// \code
+/// auto u = tw::rand_like(tw::zeros<float>({100}));
+/// for (float v : u.values()) if (!(v >= 0 && v < 1)) throw std::runtime_error("rand_like");
+/// \endcode
 inline constexpr random_op_fn<rand_like_op> rand_like{};
 
 /// Uniform integers in [low, high) with x's shape, as x's element type.
-///
-///   auto k = tw::randint_like(x, 0, 10);   // values 0, 1, ..., 9
+/// \code
+/// auto k = tw::randint_like(tw::zeros<double>({100}), 0, 10);   // values 0, 1, ..., 9
+/// for (double v : k.values()) if (v != std::floor(v) || v < 0 || v > 9) throw std::runtime_error("randint_like");
+/// \endcode
 template <operand X>
 auto randint_like(const X& x, std::int64_t low, std::int64_t high) {
   if (high <= low)
@@ -202,16 +211,23 @@ auto randint_like(const X& x, std::int64_t low, std::int64_t high) {
 }
 
 /// 0/1 draws, 1 with probability p (elementwise; p's values must be in [0, 1]), as p's type.
-///
-///   auto coin = tw::bernoulli(tw::full_like(x, 0.3));   // 1 with probability 0.3
+/// \code
+/// auto coin = tw::bernoulli(tw::full_like(tw::zeros<double>({1000}), 0.3));   // 1 with probability 0.3
+/// double ones = tw::sum(coin).item();   // binomial(1000, 0.3): mean 300, sd 14.5
+/// if (tw::sum(tw::bernoulli(tw::tensor<double>({2}, {0.0, 1.0}))).item() != 1 || std::abs(ones - 300) > 100)
+///   throw std::runtime_error("bernoulli");
+/// \endcode
 inline constexpr random_op_fn<bernoulli_op> bernoulli{};
 
 /// Dropout: in training, each element of x is zeroed with probability p and the others are
 /// scaled by 1 / (1 - p); with train=false, x unchanged. Differentiable in x (the gradient is
 /// mask / (1 - p)); the mask follows vmap's randomness like every random op.
-///
-///   auto h = tw::dropout(tw::relu(tw::matmul(W, x)), 0.5);          // training
-///   auto y = tw::dropout(tw::relu(tw::matmul(W, x)), 0.5, false);   // evaluation: identity
+/// \code
+/// auto x = tw::full<double>({8}, 3.0);
+/// auto h = tw::dropout(x, 0.5);          // training: each element 0 or 3 / 0.5
+/// for (double v : h.values()) if (v != 0 && v != 6) throw std::runtime_error("dropout");
+/// if (tw::dropout(x, 0.5, false)(7) != 3) throw std::runtime_error("evaluation: identity");
+/// \endcode
 template <operand X>
 auto dropout(const X& x, double p, bool train = true) {
   auto masked = [&](double keep) { return x * (call_op(bernoulli_op{}, full_like(x, keep)) * (1.0 / keep)); };
@@ -229,9 +245,12 @@ auto dropout(const X& x, double p, bool train = true) {
 /// Standard normal values of the given shape, from this thread's generator; inside vmap they
 /// follow its randomness (per example under different, shared under same, an error under error).
 /// (tw::randn<T>(shape, seed) draws from a generator of its own seed instead: tensor.hpp.)
-///
-///   tw::manual_seed(0);
-///   tw::tensor<double> z = tw::randn({2, 3});
+/// \code
+/// tw::manual_seed(0);
+/// tw::tensor<double> z = tw::randn({2, 3});
+/// tw::manual_seed(0);
+/// if (z.shape() != tw::shape_t{2, 3} || tw::randn({2, 3})(1, 2) != z(1, 2)) throw std::runtime_error("randn");
+/// \endcode
 template <class T = double>
 tensor<T> randn(shape_t s) {
   detail::check_randomness("randn");
@@ -239,8 +258,10 @@ tensor<T> randn(shape_t s) {
 }
 
 /// Uniform values in [0, 1) of the given shape (as tw::randn({shape}) for the generator and vmap).
-///
-///   tw::tensor<double> u = tw::rand({4});
+/// \code
+/// tw::tensor<double> u = tw::rand({4});
+/// for (double v : u.values()) if (!(v >= 0 && v < 1)) throw std::runtime_error("rand");
+/// \endcode
 template <class T = double>
 tensor<T> rand(shape_t s) {
   detail::check_randomness("rand");

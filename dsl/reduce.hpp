@@ -109,6 +109,11 @@ struct jet_rule<sum_op> {
 }  // namespace detail
 
 /// Sum of all elements (a scalar: rank 0).
+/// \code
+/// auto x = tw::tensor<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+/// if (tw::sum(x).item() != 21 || tw::sum(x, 0)(2) != 9 || tw::sum(x, {0, 1}).item() != 21) throw std::runtime_error("sum");
+/// if (tw::sum(x, -1, true).shape() != tw::shape_t{2, 1}) throw std::runtime_error("keepdim");
+/// \endcode
 template <operand X>
 TOWER_ALWAYS_INLINE auto sum(const X& x) { return call_op(sum_op{}, x); }
 
@@ -281,6 +286,11 @@ struct fixed_rule<extremum_op<Max>> {
 /// `tw::prod(x)` over all elements, `tw::prod(x, dim, keepdim)` over one dim,
 /// `tw::prod(x, {d0, d1}, keepdim)` over several; the same for amax and amin (the maximum and
 /// minimum; ties share the gradient).
+/// \code
+/// auto x = tw::tensor<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+/// if (tw::prod(x).item() != 720 || tw::prod(x, 1)(1) != 120) throw std::runtime_error("prod");
+/// if (tw::amax(x, 1)(0) != 3 || tw::amin(x, {0, 1}).item() != 1) throw std::runtime_error("amax/amin");
+/// \endcode
 /// @{
 TOWER_REDUCTION_FN(prod)
 TOWER_REDUCTION_FN(amax)
@@ -317,6 +327,10 @@ template <class X> auto mean_impl(const X& x, const reduction_dims& r) {
 }
 /// @name mean
 /// `tw::mean(x)`, `tw::mean(x, dim, keepdim)`, `tw::mean(x, {dims...}, keepdim)`.
+/// \code
+/// auto x = tw::tensor<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+/// if (tw::mean(x).item() != 3.5 || tw::mean(x, 0)(1) != 3.5 || tw::mean(x, 1, true)(1, 0) != 5) throw std::runtime_error("mean");
+/// \endcode
 /// @{
 TOWER_COMPOSITE_REDUCTION(mean)
 /// @}
@@ -346,11 +360,22 @@ template <class X> auto logsumexp_impl(const X& x, const reduction_dims& r) {
 }
 /// @name logsumexp
 /// `tw::logsumexp(x)`, `tw::logsumexp(x, dim, keepdim)`, `tw::logsumexp(x, {dims...}, keepdim)`.
+/// \code
+/// auto x = tw::tensor<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+/// double want = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+/// if (std::abs(tw::logsumexp(x, 1)(0) - want) > 1e-14) throw std::runtime_error("logsumexp");
+/// \endcode
 /// @{
 TOWER_COMPOSITE_REDUCTION(logsumexp)
 /// @}
 
 /// Variance over dims with Bessel's `correction` (1: unbiased, torch's default; 0: population).
+/// \code
+/// auto x = tw::tensor<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+/// // 1..6: mean 3.5, squared deviations 17.5; row 0: mean 2, squared deviations 2
+/// if (tw::var(x).item() != 3.5 || tw::var(x, 1)(0) != 1.0) throw std::runtime_error("var");
+/// if (std::abs(tw::var(x, tw::shape_t{1}, false, 0.0)(0) - 2.0 / 3) > 1e-15) throw std::runtime_error("population var");
+/// \endcode
 template <operand X> auto var(const X& x, shape_t dims, bool keepdim = false, double correction = 1.0) {
   const reduction_dims r{std::move(dims), keepdim, false}, kept{r.dims, true, false};
   const double n = detail::reduced_count("var", r, x);
@@ -384,6 +409,11 @@ struct norm_sqrt_op {
 };
 
 /// Vector p-norm over dims (p = 1, 2, or infinity); ord 2 is the default, as torch.linalg.vector_norm.
+/// \code
+/// auto x = tw::tensor<double>({2, 3}, {1, -2, 3, 4, 5, -6});
+/// if (tw::norm(x).item() != std::sqrt(91.0) || tw::norm(x, 1.0).item() != 21) throw std::runtime_error("norm");
+/// if (tw::norm(x, INFINITY).item() != 6 || tw::norm(x, 2.0, 1)(0) != std::sqrt(14.0)) throw std::runtime_error("norm dims");
+/// \endcode
 /// The derivative at a zero vector is 0 for every p, as torch's.
 template <operand X> auto norm(const X& x, double p, shape_t dims, bool keepdim = false) {
   const bool all = dims.empty();

@@ -42,6 +42,10 @@ struct reshape_op {
 };
 
 /// x with a new shape (one entry may be -1); the data order is unchanged.
+/// \code
+/// auto y = tw::reshape(tw::arange<double>(6), {3, -1});
+/// if (y.shape() != tw::shape_t{3, 2} || y(2, 1) != 5) throw std::runtime_error("reshape");
+/// \endcode
 template <operand X>
 TOWER_ALWAYS_INLINE auto reshape(const X& x, shape_t s) { return call_op(reshape_op{std::move(s)}, x); }
 
@@ -71,6 +75,10 @@ struct broadcast_to_op {
 };
 
 /// broadcast_to(x, shape): x broadcast to `shape` (NumPy's rules).
+/// \code
+/// auto y = tw::broadcast_to(tw::tensor<double>({3}, {1, 2, 3}), {2, 3});
+/// if (y.shape() != tw::shape_t{2, 3} || y(1, 2) != 3) throw std::runtime_error("broadcast_to");
+/// \endcode
 template <operand X>
 TOWER_ALWAYS_INLINE auto broadcast_to(const X& x, shape_t s) {
   allocation_size("broadcast_to", s);  // before a batching rule adds the batch to it
@@ -97,6 +105,10 @@ struct movedim_op {
 };
 
 /// x with dimension `src` moved to position `dst`.
+/// \code
+/// auto y = tw::movedim(tw::reshape(tw::arange<double>(6), {1, 2, 3}), 0, 2);
+/// if (y.shape() != tw::shape_t{2, 3, 1} || y(1, 0, 0) != 3) throw std::runtime_error("movedim");
+/// \endcode
 template <operand X>
 TOWER_ALWAYS_INLINE auto movedim(const X& x, std::int64_t src, std::int64_t dst) { return call_op(movedim_op{src, dst}, x); }
 
@@ -117,6 +129,10 @@ struct item_op {
 };
 
 /// item(x): a one-element value as a rank-0 value (a number under every transform).
+/// \code
+/// double d = tw::grad([](auto x) { return tw::item(tw::sum(x * x)); })(3.0);  // d(x^2)/dx = 2 x
+/// if (d != 6.0) throw std::runtime_error("item");
+/// \endcode
 inline constexpr op_fn<item_op> item{};
 
 /// A scalar as a rank-0 tensor, at every level.
@@ -183,6 +199,11 @@ struct full_like_op {
 };
 
 /// full_like(x, fill): x's shape filled with `fill` (not differentiated).
+/// \code
+/// auto x = tw::tensor<double>({2}, {5, 7});
+/// if (tw::full_like(x, 3.0)(1) != 3 || tw::ones_like(x)(0) != 1 || tw::zeros_like(x)(1) != 0) throw std::runtime_error("like");
+/// if (tw::grad([](auto v) { return v * tw::sum(tw::ones_like(v)); })(2.0) != 1.0) throw std::runtime_error("not differentiated");
+/// \endcode
 template <operand X> TOWER_ALWAYS_INLINE auto full_like(const X& x, double fill) { return call_op(full_like_op{fill}, x); }
 
 /// ones_like(x): ones of x's shape (not differentiated).

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Doc test: compiles every ```cpp block of a Markdown file and runs it.
+"""Doc test: compiles every ```cpp block of a Markdown file, and every \\code block of a header's
+/// comments, and runs it.
 
     tests/doc_snippets.py README.md docs/*.md          # from the repository root
-    bazel test //docs:all                               # one test per file (docs/BUILD)
+    tests/doc_snippets.py include/tower/*.hpp include/tower/*/*.hpp dsl/*.hpp
+    bazel test //docs:all                               # one test per Markdown file, and
+                                                        # header_examples_test (docs/BUILD)
 
 The conventions (docs/README.md of the user guide repeats them):
   * A block with `int main()` is a program. Its #include lines go to the top of the generated
@@ -15,6 +18,9 @@ The conventions (docs/README.md of the user guide repeats them):
     `namespace tw = tower;`.
   * All blocks of a file share one translation unit (one compile per file), except a block with a
     `#define` line, which gets its own.
+  * In a header (.hpp), an example is a Doxygen block in `///` comments, from `/// \\code` to
+    `/// \\endcode` (the `/// ` prefix is stripped); it follows the conventions above. The blocks
+    of all the headers on the command line share one translation unit.
   * Marker comments, anywhere in a block:
       // doc: no-compile                  not compiled (pseudo-code, shell-like text);
       // doc: compile-only                compiled, not run;
@@ -23,7 +29,8 @@ The conventions (docs/README.md of the user guide repeats them):
 A block that includes <tower/parallel.hpp> links oneTBB.
 
 Flags: g++ -std=c++20 -O0 -Wall -Wextra -Werror -Wno-unused (a fragment's example variables may
-be unused), tower's include paths and Eigen's; errors point at the Markdown file's lines.
+be unused), tower's include paths and Eigen's ($CXX instead of g++ if set); errors point at the
+Markdown file's or the header's lines.
 """
 import os
 import re
@@ -62,8 +69,33 @@ class Block:
         return f"{self.path}:{self.line}"
 
 
+CODE = re.compile(r"^\s*///\s?[\\@]code(\{[^}]*\})?\s*$")
+ENDCODE = re.compile(r"^\s*///\s?[\\@]endcode\s*$")
+COMMENT = re.compile(r"^\s*/// ?")
+
+
+def header_blocks_of(path):
+    """The /// \\code ... /// \\endcode blocks of a header, with the line of their first code line."""
+    out, lines = [], open(path, encoding="utf-8").read().split("\n")
+    i = 0
+    while i < len(lines):
+        if not CODE.match(lines[i]):
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and COMMENT.match(lines[j]) and not ENDCODE.match(lines[j]):
+            j += 1
+        if j == len(lines) or not ENDCODE.match(lines[j]):
+            raise SystemExit(f"{path}:{i + 1}: \\code without a \\endcode in the same /// comment")
+        out.append(Block(path, i + 2, [COMMENT.sub("", l, count=1) for l in lines[i + 1:j]]))
+        i = j + 1
+    return out
+
+
 def blocks_of(path):
     """The ```cpp / ```c++ blocks of a Markdown file, with the line of their first code line."""
+    if path.endswith(".hpp"):
+        return header_blocks_of(path)
     out, lines = [], open(path, encoding="utf-8").read().split("\n")
     i = 0
     while i < len(lines):
@@ -81,7 +113,7 @@ def blocks_of(path):
     return out
 
 
-def render(blocks, md_name):
+def render(blocks):
     """One translation unit for `blocks`: hoisted includes, each block in its namespace, a main."""
     includes, bodies, calls = [], [], []
     for k, b in enumerate(blocks):
@@ -101,9 +133,9 @@ def render(blocks, md_name):
             # last one (the added return is unreachable after an explicit one).
             end = text.rfind("}")
             text = text[:end] + "return 0; " + text[end:]
-            bodies.append(f'namespace {ns} {{\n#line {b.line} "{md_name}"\n{text}\n}}')
+            bodies.append(f'namespace {ns} {{\n#line {b.line} "{b.path}"\n{text}\n}}')
         else:
-            bodies.append(f'namespace {ns} {{\nvoid main_() {{\n#line {b.line} "{md_name}"\n{text}\n}}\n}}')
+            bodies.append(f'namespace {ns} {{\nvoid main_() {{\n#line {b.line} "{b.path}"\n{text}\n}}\n}}')
         calls.append((ns, b))
     # A block's own #defines must precede tower's headers.
     defines = [l for b in blocks for l in b.lines if l.lstrip().startswith("#define")]
@@ -136,21 +168,15 @@ def compiler_line(root, src, exe, parallel, syntax_only=False, mpi=False):
     return cmd + ["-o", exe, "-lmvec", "-pthread"] + (["-ltbb"] if parallel else []) + (mpi_flags("link") if mpi else [])
 
 
-def check_file(root, md, tmp):
-    """Compiles and runs the blocks of one Markdown file; returns the number of failures."""
-    md_name = os.path.relpath(md, root) if md.startswith(root) else md
-    blocks = [b for b in blocks_of(md) if not b.no_compile]
-    for b in blocks:
-        b.path = md_name
-    if not blocks:
-        print(f"{md_name}: no C++ blocks")
-        return 0
+def check_blocks(root, blocks, md_name, tmp):
+    """Compiles and runs `blocks` (their path: relative to root), one translation unit for all but
+    those that need their own; md_name names the generated files. Returns the number of failures."""
     failures = 0
     groups = [[b for b in blocks if not b.own_tu]] + [[b] for b in blocks if b.own_tu]
     for g, group in enumerate(x for x in groups if x):
         stem = os.path.join(tmp, re.sub(r"\W", "_", md_name) + f"_{g}")
         with open(stem + ".cpp", "w") as f:
-            f.write(render(group, md_name))
+            f.write(render(group))
         fail_block = group[0] if group[0].expect_error is not None else None
         r = subprocess.run(compiler_line(root, stem + ".cpp", stem, any(b.parallel for b in group), fail_block is not None,
                                            any(b.mpi for b in group)),
@@ -180,6 +206,37 @@ def check_file(root, md, tmp):
     return failures
 
 
+def named_blocks(root, path):
+    """The blocks of one file to compile, each with the file's path relative to root."""
+    name = os.path.relpath(path, root) if path.startswith(root) else path
+    blocks = [b for b in blocks_of(path) if not b.no_compile]
+    for b in blocks:
+        b.path = name
+    return name, blocks
+
+
+def check_file(root, md, tmp):
+    """Compiles and runs the blocks of one Markdown file; returns the number of failures."""
+    md_name, blocks = named_blocks(root, md)
+    if not blocks:
+        print(f"{md_name}: no C++ blocks")
+        return 0
+    return check_blocks(root, blocks, md_name, tmp)
+
+
+def check_headers(root, headers, tmp):
+    """Compiles and runs the examples of all `headers` together; returns the number of failures."""
+    blocks, with_examples = [], 0
+    for h in headers:
+        name, bs = named_blocks(root, h)
+        if bs:
+            print(f"{name}: {len(bs)} example{'' if len(bs) == 1 else 's'}")
+            with_examples += 1
+        blocks += bs
+    print(f"headers: {len(blocks)} examples in {with_examples} of {len(headers)} files")
+    return check_blocks(root, blocks, "headers", tmp) if blocks else 0
+
+
 def main(argv):
     # Under `bazel test` the runfiles root holds include/, dsl/ and the Markdown files.
     root = os.path.join(os.environ["TEST_SRCDIR"], os.environ.get("TEST_WORKSPACE", "tower")) \
@@ -189,9 +246,14 @@ def main(argv):
         print(__doc__)
         return 2
     failures = 0
+    files = [os.path.abspath(f) for f in files]
     with tempfile.TemporaryDirectory() as tmp:
         for md in files:
-            failures += check_file(root, os.path.abspath(md) if not os.path.isabs(md) else md, tmp)
+            if not md.endswith(".hpp"):
+                failures += check_file(root, md, tmp)
+        headers = [h for h in files if h.endswith(".hpp")]
+        if headers:
+            failures += check_headers(root, headers, tmp)
     print(f"doc_snippets: {failures} failed")
     return 1 if failures else 0
 

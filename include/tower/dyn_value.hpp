@@ -34,6 +34,12 @@ struct grad_node;
 /// The runtime path's value: a tensor<double> (a number is rank 0) or one transform's wrapper
 /// around another value. `value(2.0)`, `value(tensor)`; read with item(), to_tensor(), shape()
 /// (docs/runtime_path.md).
+/// \code
+/// std::function<tw::dyn::value(tw::dyn::value)> g = [](tw::dyn::value x) { return tw::exp(x * 2.0); };
+/// double d2 = tw::grad(tw::grad(g))(tw::dyn::value(0.3)).item();   // 4 exp(0.6)
+/// if (std::abs(d2 - 4 * std::exp(0.6)) > 1e-13 || tw::dyn::value(tw::tensor<double>{1, 2}).to_tensor()(1) != 2)
+///   throw std::runtime_error("dyn::value");
+/// \endcode
 class value {
  public:
   struct rep;

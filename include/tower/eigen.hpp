@@ -37,6 +37,11 @@ void eigen_shape(const tensor<T>& t, std::int64_t& rows, std::int64_t& cols) {
 }  // namespace detail
 
 /// A zero-copy read-only view of a rank-1 (n x 1) or rank-2 tensor as a row-major Eigen matrix.
+/// \code
+/// #include <tower/eigen.hpp>
+/// tw::tensor<double> A{{1, 2}, {3, 4}};
+/// if (tw::eigen_view(A)(1, 0) != 3 || tw::eigen_view(A).determinant() != -2) throw std::runtime_error("eigen_view");
+/// \endcode
 template <class T>
 Eigen::Map<const eigen_row_matrix<T>> eigen_view(const tensor<T>& t) {
   std::int64_t r, c;
@@ -45,6 +50,12 @@ Eigen::Map<const eigen_row_matrix<T>> eigen_view(const tensor<T>& t) {
 }
 
 /// A zero-copy writable view; storage shared with other tensors is copied first (value semantics).
+/// \code
+/// #include <tower/eigen.hpp>
+/// tw::tensor<double> A{{1, 2}, {3, 4}};
+/// tw::eigen_map(A)(0, 1) = 5;
+/// if (A(0, 1) != 5) throw std::runtime_error("eigen_map");
+/// \endcode
 template <class T>
 Eigen::Map<eigen_row_matrix<T>> eigen_map(tensor<T>& t) {
   std::int64_t r, c;
@@ -53,6 +64,11 @@ Eigen::Map<eigen_row_matrix<T>> eigen_map(tensor<T>& t) {
 }
 
 /// A copy as an Eigen matrix (column-major by default; rank 1 gives an n x 1 vector).
+/// \code
+/// #include <tower/eigen.hpp>
+/// Eigen::MatrixXd m = tw::to_eigen(tw::tensor<double>{{1, 2}, {3, 4}});
+/// if (m(1, 0) != 3 || tw::to_eigen(tw::tensor<double>{1, 2}).cols() != 1) throw std::runtime_error("to_eigen");
+/// \endcode
 template <class T>
 Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> to_eigen(const tensor<T>& t) {
   return eigen_view(t);
@@ -60,6 +76,11 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> to_eigen(const tensor<T>& t) {
 
 /// A copy of an Eigen matrix or vector as a tensor: a compile-time column vector becomes rank 1,
 /// anything else rank 2.
+/// \code
+/// #include <tower/eigen.hpp>
+/// if (tw::from_eigen(Eigen::Vector3d(1, 2, 3)).shape() != tw::shape_t{3} || tw::from_eigen(Eigen::Matrix2d::Identity())(1, 1) != 1)
+///   throw std::runtime_error("from_eigen");
+/// \endcode
 template <class Derived>
 tensor<typename Derived::Scalar> from_eigen(const Eigen::MatrixBase<Derived>& m) {
   using T = typename Derived::Scalar;

@@ -15,6 +15,14 @@ namespace tower {
 
 /// The exception of every run-time misuse; what() starts with "tower: " and names the op or
 /// transform and the shapes (docs/errors.md).
+/// \code
+/// try {
+///   tw::tensor<double> bad({2, 2}, {1, 2, 3});
+///   throw std::runtime_error("no error");
+/// } catch (const tw::error& e) {
+///   if (std::string(e.what()).rfind("tower: ", 0) != 0) throw std::runtime_error("error");
+/// }
+/// \endcode
 class error : public std::runtime_error {
  public:
   explicit error(const std::string& what) : std::runtime_error("tower: " + what) {}

@@ -65,12 +65,27 @@ class grad_mode_guard {
 };
 
 /// Disables recording for the scope (torch.no_grad()).
+/// \code
+/// auto f = [](auto x) {
+///   auto c = [&] { tw::no_grad guard; return x * x; }();   // a constant for grad
+///   return c + x;
+/// };
+/// if (tw::grad(f)(3.0) != 1.0) throw std::runtime_error("no_grad");
+/// \endcode
 class no_grad : public grad_mode_guard {
  public:
   no_grad() : grad_mode_guard(false) {}
 };
 
 /// Enables recording for the scope (torch.enable_grad()).
+/// \code
+/// auto f = [](auto x) {
+///   tw::no_grad off;
+///   auto c = [&] { tw::enable_grad on; return x * x; }();   // recorded again
+///   return c;
+/// };
+/// if (tw::grad(f)(3.0) != 6.0) throw std::runtime_error("enable_grad");
+/// \endcode
 class enable_grad : public grad_mode_guard {
  public:
   enable_grad() : grad_mode_guard(true) {}

@@ -171,6 +171,16 @@ struct pmap_transform {
 };
 
 /// f over the ranks of comm (each rank calls it with its own shard); see the top of this file.
+/// \code
+/// #include <tower/mpi.hpp>   // compiled, not run (it needs mpirun)
+/// int main(int argc, char** argv) {
+///   MPI_Init(&argc, &argv);
+///   auto f = tw::pmap([](auto x) { return tw::grad([](auto v) { return tw::psum(tw::sum(v * v)); })(x); }, MPI_COMM_WORLD);
+///   tw::tensor<double> g = f(tw::tensor<double>{1.0, 2.0});   // 2 x on every rank
+///   MPI_Finalize();
+///   return g(1) == 4.0 ? 0 : 1;
+/// }
+/// \endcode
 template <class F>
 pmap_transform<std::decay_t<F>> pmap(F&& f, MPI_Comm comm) {
   return {std::forward<F>(f), comm};

@@ -76,6 +76,10 @@ inline constexpr bool is_pytree_v = is_leaf_v<X> || detail::is_tuple_like<std::r
                                     detail::is_std_vector<std::remove_cvref_t<X>>::value || is_hana_struct_v<X>;
 
 /// Applies f to every leaf; the result has the same structure.
+/// \code
+/// auto t = tw::tree_map([](auto v) { return v * 2.0; }, std::tuple{1.0, std::vector<double>{2.0, 3.0}});
+/// if (std::get<1>(t)[1] != 6.0) throw std::runtime_error("tree_map");
+/// \endcode
 template <class F, class X>
 auto tree_map(F&& f, const X& x) {
   using D = std::remove_cvref_t<X>;
@@ -192,6 +196,10 @@ auto tree_zip_named(const char* who, F&& f, const X& x, const Y& y) {
 }  // namespace detail
 
 /// Applies f to corresponding leaves of two pytrees of the same structure.
+/// \code
+/// auto s = tw::tree_zip([](auto a, auto b) { return a + b; }, std::pair{1.0, 2.0}, std::pair{10.0, 20.0});
+/// if (s.first != 11.0 || s.second != 22.0) throw std::runtime_error("tree_zip");
+/// \endcode
 template <class F, class X, class Y>
 auto tree_zip(F&& f, const X& x, const Y& y) {
   return detail::tree_zip_named("pytree", std::forward<F>(f), x, y);
@@ -237,6 +245,11 @@ auto tree_map_path(F&& f, const X& x, Get get = {}) {
 }
 
 /// Calls f on every leaf, in order.
+/// \code
+/// double total = 0;
+/// tw::tree_for_each([&](auto v) { total = total * 10 + v; }, std::tuple{1.0, std::array<double, 2>{2.0, 3.0}});
+/// if (total != 123) throw std::runtime_error("tree_for_each");
+/// \endcode
 template <class F, class X>
 void tree_for_each(F&& f, const X& x) {
   (void)tree_map([&](const auto& leaf) { f(leaf); return 0; }, x);

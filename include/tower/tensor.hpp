@@ -148,6 +148,12 @@ tensor<T> leading_rows(const tensor<T>& t, std::int64_t start, std::int64_t len)
 /// An N-d array of double or float, row-major, with value semantics (copies share storage until
 /// written): `tw::tensor<double> x({2, 3}, {1, 2, 3, 4, 5, 6}); x(1, 2) == 6`. Shape and data
 /// (`shape()`, `dim()`, `numel()`, `data()`), element access `x(i, j)`, `item()` for one element.
+/// \code
+/// tw::tensor<double> x({2, 3}, {1, 2, 3, 4, 5, 6}), y = x;   // y shares x's storage until written
+/// y(1, 2) = 0;
+/// if (x(1, 2) != 6 || x.dim() != 2 || x.numel() != 6 || x.size(-1) != 3 || tw::tensor<double>(2.5).item() != 2.5)
+///   throw std::runtime_error("tensor");
+/// \endcode
 template <class T>
 class tensor {
   static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>,
@@ -358,6 +364,10 @@ tensor<T> filled_tensor(const char* op, shape_t s, T v) {
 }  // namespace detail
 
 /// zeros<T>(shape): a tensor of zeros, `tw::zeros<double>({2, 3})`.
+/// \code
+/// if (tw::zeros<double>({2, 3})(1, 2) != 0 || tw::ones<float>({2})(1) != 1 || tw::full<double>({1}, 7.0)(0) != 7)
+///   throw std::runtime_error("zeros, ones, full");
+/// \endcode
 template <class T>
 tensor<T> zeros(shape_t s) { return detail::filled_tensor("zeros", std::move(s), T(0)); }
 /// ones<T>(shape): a tensor of ones.
@@ -368,6 +378,10 @@ template <class T>
 tensor<T> full(shape_t s, T v) { return detail::filled_tensor("full", std::move(s), v); }
 
 /// 0, 1, ..., n-1 spaced by `step` from `start` (1-D).
+/// \code
+/// auto a = tw::arange<double>(1.0, 2.0, 0.25);   // 1, 1.25, 1.5, 1.75
+/// if (a.numel() != 4 || a(3) != 1.75 || tw::arange<double>(5)(4) != 4) throw std::runtime_error("arange");
+/// \endcode
 template <class T>
 tensor<T> arange(T start, T stop, T step = T(1)) {
   if (step == T(0)) throw error("arange: step must not be zero");
@@ -389,6 +403,10 @@ tensor<T> arange(std::int64_t n) {
 }
 
 /// n x n identity (or n x m with ones on the main diagonal).
+/// \code
+/// auto I = tw::eye<double>(2, 3);
+/// if (I.shape() != tw::shape_t{2, 3} || I(1, 1) != 1 || I(1, 2) != 0) throw std::runtime_error("eye");
+/// \endcode
 template <class T>
 tensor<T> eye(std::int64_t n, std::int64_t m = -1) {
   if (m == -1) m = n;
@@ -401,6 +419,10 @@ tensor<T> eye(std::int64_t n, std::int64_t m = -1) {
 /// Standard normal samples, reproducible from `seed` (std::mt19937_64 + Box-Muller, so the same
 /// numbers on every platform). Without a seed, tw::randn({shape}) draws from the thread's
 /// generator (dsl/random.hpp).
+/// \code
+/// auto z = tw::randn<double>({1000}, 42);
+/// if (tw::randn<double>({1000}, 42)(999) != z(999) || std::abs(tw::mean(z).item()) > 0.2) throw std::runtime_error("randn");
+/// \endcode
 template <class T = double>
 tensor<T> randn(shape_t s, std::uint64_t seed) {
   std::mt19937_64 gen(seed);

@@ -160,6 +160,17 @@ auto collective(const X& x) {
 }  // namespace detail::mpi
 
 /// The sum of x over the ranks of the innermost tw::pmap, on every rank.
+/// \code
+/// #include <tower/mpi.hpp>   // compiled, not run (it needs mpirun)
+/// // inside tw::pmap(f, MPI_COMM_WORLD) on n ranks, rank r passing x = r:
+/// auto f = [](auto x) {
+///   auto n = static_cast<double>(tw::axis_size());
+///   auto s = tw::psum(x) + tw::pmean(x) + tw::sum(tw::all_gather(x)) + tw::pvary(x) * 0.0;   // n (n - 1) / 2 twice, and the mean (n - 1) / 2
+///   if (tw::item(s) != n * (n - 1) + (n - 1) / 2 || tw::axis_index() >= tw::axis_size()) throw std::runtime_error("collectives");
+///   return s;
+/// };
+/// auto g = tw::pmap(f, MPI_COMM_WORLD);
+/// \endcode
 template <operand X> auto psum(const X& x) { return detail::mpi::collective<psum_op>(x); }
 
 /// Every rank's x along a new dim 0 of size axis_size().

@@ -90,6 +90,13 @@ inline constexpr fused_t fused{};
 /// tw::strategy::batched: batching rules.
 inline constexpr batched_t batched{};
 /// tw::strategy::packets: batching rules on cache-sized packets of examples.
+/// \code
+/// auto f = [](auto x) { return tw::sum(tw::sin(x) * x); };
+/// auto X = tw::reshape(tw::arange<double>(8), {4, 2});
+/// auto a = tw::vmap(tw::grad(f), tw::strategy::automatic)(X), b = tw::vmap(tw::grad(f), tw::strategy::fused)(X);
+/// auto c = tw::vmap(tw::grad(f), tw::strategy::batched)(X), d = tw::vmap(tw::grad(f), tw::strategy::packets)(X);
+/// for (double g : {a(3, 1), b(3, 1), c(3, 1), d(3, 1)}) if (std::abs(g - (std::cos(7.0) * 7 + std::sin(7.0))) > 1e-14) throw std::runtime_error("strategy");
+/// \endcode
 inline constexpr packets_t packets{};
 }  // namespace strategy
 

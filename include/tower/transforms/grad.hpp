@@ -488,10 +488,20 @@ auto grad_at(F f, argnums_t<I...>) { return grad_transform<F, argnums_t<I...>, f
 }  // namespace detail
 
 /// grad(f), grad(f, argnums<0, 2>), grad(f, has_aux), grad(f, argnums<1>, has_aux).
+/// \code
+/// auto f = [](auto x, auto y) { return x * x * y; };
+/// if (tw::grad(f)(3.0, 2.0) != 12.0) throw std::runtime_error("grad");   // d/dx = 2 x y
+/// auto [gx, gy] = tw::grad(f, tw::argnums<0, 1>)(3.0, 2.0);              // (2 x y, x^2)
+/// if (gx != 12.0 || gy != 9.0) throw std::runtime_error("argnums");
+/// \endcode
 template <class F, class... Opt>
 auto grad(F f, Opt... opt) { return detail::make_grad<false>(std::move(f), opt...); }
 
 /// grad_and_value(f, ...): (gradient, value), or (gradient, value, aux) with has_aux.
+/// \code
+/// auto [g, v] = tw::grad_and_value([](auto x) { return tw::sin(x); })(1.0);
+/// if (g != std::cos(1.0) || v != std::sin(1.0)) throw std::runtime_error("grad_and_value");
+/// \endcode
 template <class F, class... Opt>
 auto grad_and_value(F f, Opt... opt) { return detail::make_grad<true>(std::move(f), opt...); }
 

@@ -429,6 +429,11 @@ auto vjp_impl(F f, const P&... primals) {
 /// one gradient per primal. f may return any pytree of tensors and floating-point numbers; the
 /// cotangent has its structure. vjp_fn is itself differentiable (it re-runs f under grad).
 /// vjp(f, primals..., tw::has_aux): f returns (output, aux); the result is (output, vjp_fn, aux).
+/// \code
+/// auto [y, vjp_fn] = tw::vjp([](auto x) { return tw::sin(x); }, tw::tensor<double>{0.0, 1.0});
+/// auto [g] = vjp_fn(tw::tensor<double>{1.0, 1.0});
+/// if (y(1) != std::sin(1.0) || std::abs(g(1) - std::cos(1.0)) > 1e-15) throw std::runtime_error("vjp");
+/// \endcode
 template <class F, class... P>
 auto vjp(F f, const P&... primals) {
   if constexpr (detail::ends_with_has_aux<P...>()) {
@@ -781,15 +786,27 @@ auto make_jacobian(F f) {
 
 /// jacrev(f), jacrev(f, argnums<0, 1>), jacrev(f, has_aux): Jacobian by reverse mode (vmap of vjp
 /// over a basis). With has_aux, f returns (output, aux) and the result is (jacobian, aux).
+/// \code
+/// auto J = tw::jacrev([](auto x) { return x * x; })(tw::tensor<double>{1, 2});   // diag(2 x)
+/// if (J.shape() != tw::shape_t{2, 2} || J(1, 1) != 4 || J(0, 1) != 0) throw std::runtime_error("jacrev");
+/// \endcode
 template <class F, class... Opt>
 auto jacrev(F f, Opt...) { return detail::make_jacobian<jacrev_transform, F, Opt...>(std::move(f)); }
 
 /// jacfwd(f), jacfwd(f, argnums<...>), jacfwd(f, has_aux): Jacobian by forward mode (vmap of jvp
+/// \code
+/// auto J = tw::jacfwd([](auto x) { return tw::sin(x); })(tw::tensor<double>{0, 1});   // diag(cos x)
+/// if (J(0, 0) != 1 || std::abs(J(1, 1) - std::cos(1.0)) > 1e-15 || J(1, 0) != 0) throw std::runtime_error("jacfwd");
+/// \endcode
 /// over a basis).
 template <class F, class... Opt>
 auto jacfwd(F f, Opt...) { return detail::make_jacobian<jacfwd_transform, F, Opt...>(std::move(f)); }
 
 /// hessian(f), hessian(f, argnums<...>) = jacfwd(jacrev(f)): shape in_shape + in_shape for a scalar f.
+/// \code
+/// auto H = tw::hessian([](auto x) { return tw::sum(x * x * x); })(tw::tensor<double>{1, 2});   // diag(6 x)
+/// if (H.shape() != tw::shape_t{2, 2} || H(1, 1) != 12 || H(0, 1) != 0) throw std::runtime_error("hessian");
+/// \endcode
 template <class F, int... I>
 auto hessian(F f, argnums_t<I...> a = {}) {
   if constexpr (sizeof...(I) == 0) return jacfwd(jacrev(std::move(f)));

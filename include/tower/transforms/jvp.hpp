@@ -125,6 +125,10 @@ constexpr auto check_jvp_output() {
 
 /// jvp(f, std::tuple{primals...}, std::tuple{tangents...}) -> std::pair(output, output tangent).
 /// f may return any pytree of tensors and floating-point numbers.
+/// \code
+/// auto [y, t] = tw::jvp([](auto x) { return tw::exp(x); }, std::tuple{1.0}, std::tuple{2.0});
+/// if (y != std::exp(1.0) || std::abs(t - 2 * std::exp(1.0)) > 1e-15) throw std::runtime_error("jvp");
+/// \endcode
 template <class F, class... P, class... T>
 auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
   if constexpr (!decltype(detail::check_jvp_output<false, F, P...>())::value) {
@@ -151,6 +155,10 @@ auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& ta
 
 /// linearize(f, primals...) -> (f(primals...), jvp_fn) with jvp_fn(tangents...) = J v.
 /// (jvp_fn re-evaluates f with forward mode; JAX's linearize stores the linear map instead.)
+/// \code
+/// auto [y, f_jvp] = tw::linearize([](auto x) { return x * x; }, 3.0);
+/// if (y != 9.0 || f_jvp(1.0) != 6.0) throw std::runtime_error("linearize");
+/// \endcode
 template <class F, class... P>
 auto linearize(F f, const P&... primals) {
   auto out = f(primals...);

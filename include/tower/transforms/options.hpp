@@ -17,14 +17,22 @@ namespace tower {
 /// An argument that vmap does not batch.
 struct none_t {};
 /// tw::none: an in_dims entry for an argument every example shares (functorch's None).
+/// \code
+/// auto y = tw::vmap([](auto x, auto c) { return x * c; }, tw::in_dims(0, tw::none))(tw::tensor<double>{1, 2}, 10.0);
+/// if (y(1) != 20) throw std::runtime_error("none");
+/// \endcode
 inline constexpr none_t none{};
 
 /// An in_dims entry for a [B, N] tensor: batch in dim 0, and f sees each row as a
 /// tw::fixed<T, N> (fixed.hpp), a vector whose size the compiler knows. vmap(grad(f)) then runs
 /// grad's tape-free path per example in one loop (fused_fixed.hpp). The result is the same as
 /// with entry 0; where that path does not apply, vmap runs f on tensors with entry 0.
-///
-///   auto forces = tw::vmap(tw::grad(energy), tw::in_dims(tw::fixed_rows<3>));   // R: [B, 3]
+/// \code
+/// auto energy = [](auto r) { return 1.0 / tw::sum(r * r); };   // gradient -2 r / |r|^4
+/// auto R = tw::tensor<double>{{1, 0, 0}, {0, 2, 0}};
+/// auto forces = tw::vmap(tw::grad(energy), tw::in_dims(tw::fixed_rows<3>))(R);   // R: [B, 3]
+/// if (forces.shape() != tw::shape_t{2, 3} || forces(0, 0) != -2 || forces(1, 1) != -4.0 / 16) throw std::runtime_error("fixed_rows");
+/// \endcode
 template <int N>
 struct fixed_rows_t {
   static_assert(N >= 1, "tw::fixed_rows: the row size must be at least 1");
@@ -83,6 +91,10 @@ struct in_dims_t {
 };
 /// in_dims(d...): one entry per argument of f, `tw::in_dims(tw::none, 0, -1)`; a single int is
 /// every argument.
+/// \code
+/// auto y = tw::vmap([](auto x, auto w) { return x * w; }, tw::in_dims(-1, tw::none))(tw::tensor<double>{{1, 2}}, 3.0);
+/// if (y.shape() != tw::shape_t{2, 1} || y(1, 0) != 6) throw std::runtime_error("in_dims");   // batch from the last dim
+/// \endcode
 template <class... D>
   requires(detail::is_in_dim_entry_v<D> && ...)
 constexpr auto in_dims(D... d) {
@@ -112,6 +124,10 @@ template <class OutDims> inline constexpr bool is_flat_out_dims_v = false;
 template <class... D> inline constexpr bool is_flat_out_dims_v<out_dims_t<D...>> = (std::is_integral_v<D> && ...);
 }  // namespace detail
 /// out_dims(d...): one dim per output of f, where the batch goes (`tw::out_dims(0, -1)`).
+/// \code
+/// auto y = tw::vmap([](auto x) { return tw::stack({x, -x}); }, tw::out_dims(-1))(tw::tensor<double>{1, 2, 3});
+/// if (y.shape() != tw::shape_t{2, 3} || y(1, 2) != -3) throw std::runtime_error("out_dims");
+/// \endcode
 template <class... D>
   requires(detail::is_out_dim_entry_v<D> && ...)
 constexpr auto out_dims(D... d) {
@@ -130,10 +146,13 @@ struct in_dims_all_t {
 /// - randomness::same: one draw shared by every example;
 /// - randomness::different: each example draws its own values (f runs one example at a time).
 /// chunk_size does not change the numbers in any mode.
-///
-///   auto noisy = [](auto x) { return x + tw::randn_like(x); };
-///   tw::vmap(noisy, tw::randomness::different)(X);  // [B, d]: rows differ
-///   tw::vmap(noisy, tw::randomness::same)(X);       // [B, d]: x_b + one noise vector
+/// \code
+/// auto noisy = [](auto x) { return x + tw::randn_like(x); };
+/// auto X = tw::zeros<double>({2, 3});
+/// auto d = tw::vmap(noisy, tw::randomness::different)(X);  // [B, d]: rows differ
+/// auto s = tw::vmap(noisy, tw::randomness::same)(X);       // [B, d]: x_b + one noise vector
+/// if (d(0, 0) == d(1, 0) || s(0, 0) != s(1, 0)) throw std::runtime_error("randomness");
+/// \endcode
 struct randomness_t {
   randomness_kind kind;
 };
@@ -152,6 +171,11 @@ struct chunk_size_t {
   std::int64_t size;
 };
 /// chunk_size(n): a vmap option, at most n examples at a time (`tw::vmap(f, tw::chunk_size(64))`).
+/// \code
+/// auto f = [](auto x) { return tw::sum(x * x); };
+/// auto X = tw::reshape(tw::arange<double>(6), {3, 2});
+/// if (tw::vmap(f, tw::chunk_size(2))(X)(2) != 16 + 25) throw std::runtime_error("chunk_size");
+/// \endcode
 constexpr chunk_size_t chunk_size(std::int64_t n) {
   if (n < 0) throw error("vmap: chunk_size(" + std::to_string(n) + "): the size must be positive, or 0 for the whole batch at once");
   return {n};
@@ -171,6 +195,12 @@ struct parallel_t {
   }
 };
 /// tw::parallel: the vmap option for every core; tw::parallel(n, grain) for n threads.
+/// \code
+/// #include <tower/parallel.hpp>   // and -ltbb
+/// auto X = tw::reshape(tw::arange<double>(4096), {2048, 2});
+/// auto y = tw::vmap([](auto x) { return tw::sum(x * x); }, tw::parallel(2, 512))(X);
+/// if (y(2047) != 4094.0 * 4094 + 4095.0 * 4095) throw std::runtime_error("parallel");
+/// \endcode
 inline constexpr parallel_t parallel{};
 
 /// vmap's run-time options, gathered from chunk_size and randomness.
@@ -185,12 +215,21 @@ struct argnums_t {
   static constexpr std::size_t count = sizeof...(I);
 };
 /// tw::argnums<I...>: the arguments grad, jacrev, jacfwd and hessian differentiate.
+/// \code
+/// auto g = tw::grad([](auto x, auto y) { return x * y; }, tw::argnums<1>)(3.0, 5.0);   // d/dy = x
+/// if (g != 3.0) throw std::runtime_error("argnums");
+/// \endcode
 template <int... I>
 inline constexpr argnums_t<I...> argnums{};
 
 /// f returns (value, aux); aux comes back untouched beside the gradient.
 struct has_aux_t {};
 /// tw::has_aux: the option for a function that returns (value, aux).
+/// \code
+/// auto f = [](auto x) { return std::make_tuple(x * x, 7.0); };
+/// auto [g, aux] = tw::grad(f, tw::has_aux)(3.0);
+/// if (g != 6.0 || aux != 7.0) throw std::runtime_error("has_aux");
+/// \endcode
 inline constexpr has_aux_t has_aux{};
 
 }  // namespace tower

@@ -672,6 +672,13 @@ template <class First, class... Rest> struct find_strategy<First, Rest...> : fin
 /// out_dims(...), chunk_size(n), randomness::error / same / different, and the physical form:
 /// strategy::automatic (default), ::fused, ::packets, ::batched (fused_vmap.hpp), and
 /// tw::parallel / tw::parallel(n) (<tower/parallel.hpp>, docs/parallel.md).
+/// \code
+/// auto X = tw::tensor<double>{{1, 2}, {3, 4}};
+/// auto y = tw::vmap([](auto x, auto w) { return tw::dot(x, w); }, tw::in_dims(0, tw::none))(X, tw::tensor<double>{1, -1});
+/// if (y(0) != -1 || y(1) != -1) throw std::runtime_error("vmap");   // one dot per row
+/// auto Y = tw::vmap([](auto c) { return c * 2.0; }, tw::in_dims(1), tw::out_dims(1), tw::chunk_size(1))(X);
+/// if (Y(0, 1) != 4) throw std::runtime_error("in_dims, out_dims");   // column by column
+/// \endcode
 template <class F, detail::vmap_option... Opt>
 auto vmap(F f, Opt... opt) {
   using In = typename detail::find_in_dims<Opt...>::type;
