@@ -64,6 +64,10 @@ template <class X> inline constexpr bool is_jet2_v = is_jet2<std::remove_cvref_t
 /// Whether X is a tw::fixed<T, N>.
 template <class X> struct is_fixed : std::false_type {};
 template <class T, int N> struct is_fixed<fixed<T, N>> : std::true_type {};
+/// Whether X is a tw::fixed (references and const ignored).
+/// \code
+/// static_assert(tw::is_fixed_v<const tw::fixed<double, 3>&> && !tw::is_fixed_v<double>);
+/// \endcode
 template <class X> inline constexpr bool is_fixed_v = is_fixed<std::remove_cvref_t<X>>::value;
 
 namespace detail::fixeds {

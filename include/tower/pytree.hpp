@@ -207,6 +207,11 @@ auto tree_zip(F&& f, const X& x, const Y& y) {
 
 /// tree_map with each leaf's place: f(leaf, get), where get(y) returns (a copy of) the leaf at
 /// the same place in a pytree y of the same structure.
+/// \code
+/// const std::pair<double, double> x{1.0, 2.0}, y{10.0, 20.0};
+/// auto s = tw::tree_map_path([&](double leaf, auto get) { return leaf + get(y); }, x);
+/// if (std::get<0>(s) != 11.0 || std::get<1>(s) != 22.0) throw std::runtime_error("tree_map_path");
+/// \endcode
 template <class F, class X, class Get = std::identity>
 auto tree_map_path(F&& f, const X& x, Get get = {}) {
   using D = std::remove_cvref_t<X>;

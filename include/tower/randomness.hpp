@@ -42,6 +42,14 @@ inline int& random_error_vmaps() {
 }  // namespace detail
 
 /// Seeds this thread's generator: the same seed gives the same draws.
+/// \code
+/// tw::manual_seed(7);
+/// const tw::tensor<double> a = tw::randn<double>({4});
+/// tw::manual_seed(7);
+/// const tw::tensor<double> b = tw::randn<double>({4});
+/// for (int i = 0; i < 4; ++i)
+///   if (a.data()[i] != b.data()[i]) throw std::runtime_error("manual_seed");
+/// \endcode
 inline void manual_seed(std::uint64_t seed) { detail::generator().seed(seed); }
 
 namespace detail {
