@@ -23,7 +23,16 @@
 namespace tower {
 
 /// The physical value of a batching-rule argument with the batch materialised in dim 0: an
-/// unbatched argument is broadcast along a new leading dim of size `bs`.
+/// unbatched argument is broadcast along a new leading dim of size `bs` (expand_batch). For
+/// custom ops' `batch` members (docs/custom_ops.md).
+/// \code
+/// const tw::tensor<double> x({2}, {1, 2});
+/// const tw::tensor<double> e = tw::expand_batch(3, x);   // [3, 2]: x in every row
+/// if (e.shape() != tw::shape_t{3, 2} || e.data()[4] != 1.0) throw std::runtime_error("expand_batch");
+/// const tw::tensor<double> w = tw::with_batch(3, tw::bval<tw::tensor<double>, std::false_type>{x, {}});
+/// const tw::tensor<double> v = tw::with_batch(3, tw::bval<tw::tensor<double>, std::true_type>{e, {}});
+/// if (w.shape() != e.shape() || v.data()[5] != 2.0) throw std::runtime_error("with_batch");
+/// \endcode
 template <class X>
 auto expand_batch(std::int64_t bs, const X& x) {
   shape_t s = shape(x), one = s, full = s;

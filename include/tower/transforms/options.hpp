@@ -49,8 +49,17 @@ template <class D> inline constexpr bool is_fixed_rows_v = is_fixed_rows<std::re
 /// An in_dims entry for one member of a Hana struct argument: an int or tw::none. in_dims takes
 /// a struct of the argument's template over member_dim (torch.func: a dict of in_dims for a dict
 /// argument); members given tw::none are the same for every example.
-///
-///   tw::vmap(loss, tw::in_dims(params<tw::member_dim>{0, tw::none}, 0))(P, X);
+/// \code
+/// #include <boost/hana/define_struct.hpp>
+/// template <class T> struct params { BOOST_HANA_DEFINE_STRUCT(params, (T, a), (T, b)); };
+/// int main() {
+///   const tw::tensor<double> A({2, 3}, {1, 2, 3, 4, 5, 6}), c({3}, {10, 20, 30});
+///   auto f = [](const auto& p) { return tw::sum(p.a * p.b); };
+///   // a batched along 0 (2 examples), b the same for both: [1*10 + 2*20 + 3*30, 4*10 + 5*20 + 6*30]
+///   const auto r = tw::vmap(f, tw::in_dims(params<tw::member_dim>{0, tw::none}))(params<tw::tensor<double>>{A, c});
+///   return r.data()[0] == 140.0 && r.data()[1] == 320.0 ? 0 : 1;
+/// }
+/// \endcode
 struct member_dim {
   std::optional<std::int64_t> dim = 0;  // a member left out batches along 0, as in_dims' default
   constexpr member_dim() = default;

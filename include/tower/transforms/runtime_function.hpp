@@ -9,6 +9,13 @@ namespace tower {
 
 namespace dyn { class value; }
 
+/// Whether F takes the runtime path: a std::function whose arguments are all tw::dyn::value
+/// (and, by specialisations elsewhere, tower's transforms of one).
+/// \code
+/// static_assert(tw::is_runtime_function_v<std::function<tw::dyn::value(tw::dyn::value)>>);
+/// auto generic = [](auto x) { return x; };
+/// static_assert(!tw::is_runtime_function_v<decltype(generic)>);
+/// \endcode
 template <class F> struct is_runtime_function : std::false_type {};
 
 template <class R, class... A>
