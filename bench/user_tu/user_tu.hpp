@@ -32,8 +32,14 @@ inline double median(std::vector<double> v) {
 
 /// Runs hand and tower interleaved (inner calls per sample, reps samples each) and prints
 /// `name: tower <t> s, hand <t> s, <ratio>x` (ratio = tower / hand).
+/// With USER_TU_PROFILE=n in the environment, runs tower n times and nothing else (a steady loop
+/// for `perf record`); otherwise the interleaved comparison.
 template <class Hand, class Tower>
 void compare(const char* name, Hand hand, Tower tower, int inner = 1, int reps = 15) {
+  if (const char* n = std::getenv("USER_TU_PROFILE")) {
+    for (int i = std::atoi(n); i > 0; --i) tower();
+    return;
+  }
   std::vector<double> th, tt, r;
   for (int k = 0; k < reps; ++k) {
     double a, b;
