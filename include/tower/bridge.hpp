@@ -109,7 +109,8 @@ V from_dyn(const dyn::value& v) {
 
 /// The static grad's backward when its function returned a dyn::value: the runtime sweep, then
 /// each bridge pushes its leaf's adjoint into the static tape.
-inline void bridge_backward(const dyn::value& out, std::uint64_t serial) { bridge_push(dyn::detail::backward(out), serial); }
+template <class V>
+void bridge_backward(const V& out, std::uint64_t serial) { bridge_push(dyn::detail::backward(out), serial); }
 
 }  // namespace detail
 

@@ -56,7 +56,8 @@ std::int64_t batch_size_of(const std::array<std::optional<std::int64_t>, N>& in_
 }
 
 /// x with its batch dim (in_dim, negative from the end) moved to the front.
-inline value batch_first(const value& x, std::int64_t in_dim) {
+template <class V>  // V is value; a template so that only callers instantiate movedim (runtime_transforms.hpp's unbatch)
+V batch_first(const V& x, std::int64_t in_dim) {
   const std::int64_t d = in_dim < 0 ? in_dim + x.rank() : in_dim;
   return d == 0 ? x : movedim(x, d, 0);
 }
@@ -208,9 +209,10 @@ std::optional<R> run_vmap_fused_program(const Call& call, const std::array<std::
   report.program->run(inputs, numel, bs, dst);
   refusal.clear();
   report.fused = true;
-  auto place = [&](std::size_t k) {
+  auto place = [&](auto k) {  // (generic: movedim is instantiated where this runs)
+    using V = std::conditional_t<sizeof(k) != 0, value, void>;
     const std::int64_t d = tensor<double>::normalize_dim(detail::out_dim_at(out_dims, k), results[k].dim());
-    return d == 0 ? value(std::move(results[k])) : movedim(value(std::move(results[k])), 0, d);
+    return d == 0 ? V(std::move(results[k])) : movedim(V(std::move(results[k])), 0, d);
   };
   if constexpr (std::is_same_v<R, value>) {
     return place(0);

@@ -29,16 +29,20 @@ namespace tower::dyn {
 
 namespace detail {
 
-inline value unbatch(const value& r, std::int64_t out_dim, std::int64_t bs, int level, std::uint64_t serial) {
+// unbatch and backward are templates (V is always value) so that a program that never runs the
+// runtime path does not instantiate the runtime ops they call: the body of an inline function is
+// compiled in every translation unit that includes it, a template's only where it is called.
+template <class V>
+V unbatch(const V& r, std::int64_t out_dim, std::int64_t bs, int level, std::uint64_t serial) {
   if (r.level() == level && r.get().serial == serial) {
-    const value& p = r.get().inner;
+    const V& p = r.get().inner;
     const auto d = tensor<double>::normalize_dim(out_dim, p.rank());
     return d == 0 ? p : movedim(p, 0, d);
   }
   shape_t s = r.shape(), one = s, full = s;
   one.insert(one.begin(), 1);
   full.insert(full.begin(), bs);
-  value b = broadcast_to(reshape(r, one), full);
+  V b = broadcast_to(reshape(r, one), full);
   const auto d = tensor<double>::normalize_dim(out_dim, static_cast<std::int64_t>(full.size()));
   return d == 0 ? b : movedim(b, 0, d);
 }
@@ -67,7 +71,8 @@ struct sweep_scratch {
 /// Adjoints of the nodes in between live on the nodes for the length of the sweep (no map,
 /// no per-node allocation); a sweep id tells this sweep's marks from any earlier one's, and
 /// the nodes are cleared when the sweep ends, exceptions included.
-inline leaf_adjoints backward(const value& out, const value* seed = nullptr) {
+template <class V>
+leaf_adjoints backward(const V& out, const V* seed = nullptr) {
   static std::atomic<std::uint64_t> sweeps{0};
   const std::uint64_t sweep = ++sweeps;
   thread_local sweep_scratch shared;
@@ -125,7 +130,7 @@ inline leaf_adjoints backward(const value& out, const value* seed = nullptr) {
         p->adjoint = std::move(w.grads[i]);
         p->has_adjoint_in = sweep;
       } else {
-        p->adjoint = p->adjoint + w.grads[i];
+        p->adjoint = static_cast<const V&>(p->adjoint) + w.grads[i];  // (dependent: see unbatch)
       }
     }
   }
@@ -196,8 +201,8 @@ auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>
         }
         const std::int64_t d = detail::out_dim_at(out_dims, k);
         std::size_t leaf = 0;
-        return tree_map([&](const value& first) {
-          std::vector<value> xs;
+        return tree_map([&](const auto& first) {  // (generic: cat is instantiated where this runs)
+          std::vector<std::remove_cvref_t<decltype(first)>> xs;
           for (const auto& f : flat) xs.push_back(f[leaf]);
           ++leaf;
           const auto r = static_cast<std::int64_t>(first.shape().size());
@@ -297,7 +302,7 @@ auto run_jvp(const Call& call, const std::array<value, N>& primals, const std::a
     wrapped[i] = wrap_dual(level, serial, primals[i], tangents[i]);
   }
   auto r = call(wrapped);
-  auto split = [&](const value& v) {
+  auto split = [&](const auto& v) {  // (generic: zeros_like is instantiated where this runs)
     if (v.level() == level && v.get().serial == serial) return std::make_pair(v.get().inner, v.get().tangent);
     return std::make_pair(v, zeros_like(v));
   };
