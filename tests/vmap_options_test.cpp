@@ -81,3 +81,58 @@ TEST_CASE("the runtime path runs a large top-level vmap in packets, with the sam
   auto loss_s = [](auto x, auto v) { return tw::sum(tw::sin(x) * v); };
   require_close(tw::vmap(tw::grad(loss), in)(X, w).to_tensor(), tw::vmap(tw::grad(loss_s), in, tw::strategy::batched)(X, w), 1e-15);
 }
+
+TEST_CASE("strategy::packets computes each packet into its rows of the output, with batching rules' numbers") {
+  // 1000 examples of 16 numbers: packets of 256 (fused_vmap.hpp's packet_numbers / 16), the last
+  // one partial. From the second packet on, the kernel that makes a packet's [n, 16] result
+  // takes its rows of the output (lent_rows.hpp); a kernel that takes them for a value f does
+  // not return leaves them to be overwritten.
+  const tensor<double> X = sample({1000, 16}, -1, 1, 31), w = sample({16}, -1, 1, 32), y = sample({1000}, -1, 1, 33);
+  auto check = [&](auto f, auto... dims) {
+    const auto batched = tw::vmap(f, tw::in_dims(dims...), tw::strategy::batched)(X, w);
+    const auto packets = tw::vmap(f, tw::in_dims(dims...), tw::strategy::packets)(X, w);
+    require_close(packets, batched, 1e-13);
+    // Twice: a second call's packets take rows of a new output, not the first one's.
+    require_close(tw::vmap(f, tw::in_dims(dims...), tw::strategy::packets)(X, w), batched, 1e-13);
+  };
+  // The result itself takes the rows: x * w (w unbatched: a broadcast product).
+  check([](auto x, auto v) { return x * v; }, 0, tw::none);
+  // An intermediate of the result's size takes them (x * v), the result is computed after it.
+  check([](auto x, auto v) { return x * tw::sum(x * v); }, 0, tw::none);
+  // The result is a reshaped view of the value that took the rows.
+  check([](auto x, auto v) { return tw::reshape(x * v, {4, 4}); }, 0, tw::none);
+  // Per-example gradients of logistic regression against a loop of grad.
+  auto loss = [](auto v, auto x, auto t) { return tw::log(1.0 + tw::exp(-(t * tw::dot(v, x)))); };
+  const tensor<double> G = tw::vmap(tw::grad(loss), tw::in_dims(tw::none, 0, 0), tw::strategy::packets)(w, X, y);
+  REQUIRE(G.shape() == shape_t{1000, 16});
+  for (std::int64_t b : {0, 255, 256, 511, 999}) {
+    const tensor<double> g = tw::grad(loss)(w, tw::squeeze(tw::narrow(X, 0, b, 1), 0), y(b));
+    for (std::int64_t j = 0; j < 16; ++j) REQUIRE(G(b, j) == Approx(g(j)).margin(1e-14).epsilon(1e-12));
+  }
+  // Two results are each copied (one's kernel could take the other's rows), and out_dims.
+  const auto [a, c] = tw::vmap([](auto x, auto v) { return std::make_tuple(x * v, v * x * 2.0); }, tw::in_dims(0, tw::none), tw::strategy::packets)(X, w);
+  require_close(a, X * w, 1e-15);
+  require_close(c, X * w * 2.0, 1e-15);
+  const tensor<double> t = tw::vmap([](auto x, auto v) { return x * v; }, tw::in_dims(0, tw::none), tw::out_dims(1), tw::strategy::packets)(X, w);
+  require_close(t, tw::transpose(X * w, 0, 1), 1e-15);
+}
+
+TEST_CASE("strategy::packets: a value f keeps after taking a packet's rows keeps its numbers") {
+  // f keeps x * v (computed first, so it takes its packet's rows of the output) and returns
+  // another value of the same size: the output gets storage of its own before the result is
+  // copied, and the kept values stay what f computed.
+  const tensor<double> X = sample({1000, 16}, -1, 1, 34), w = sample({16}, -1, 1, 35);
+  std::vector<tensor<double>> kept;
+  auto f = [&kept](auto x, auto v) {
+    auto p = x * v;
+    if constexpr (requires { p.value; }) kept.push_back(p.value);  // the packet's [n, 16] tensor
+    return x * tw::sum(p);
+  };
+  const tensor<double> r = tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::packets)(X, w);
+  require_close(r, X * tw::unsqueeze(tw::sum(X * w, 1), 1), 1e-13);
+  REQUIRE(kept.size() == 4);  // packets of 256: [0, 256), [256, 512), [512, 768), [768, 1000)
+  for (std::size_t k = 0; k < kept.size(); ++k) {
+    const std::int64_t b0 = static_cast<std::int64_t>(k) * 256, n = std::min<std::int64_t>(256, 1000 - b0);
+    require_close(kept[k], tw::narrow(X, 0, b0, n) * w, 0);
+  }
+}

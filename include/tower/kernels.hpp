@@ -15,6 +15,7 @@
 #include "tower/error.hpp"
 #include "tower/kernels/transpose.hpp"
 #include "tower/kernels/vector_math.hpp"
+#include "tower/lent_rows.hpp"
 #include "tower/tensor.hpp"
 
 // Before a loop whose stores alias none of its loads: -O2's cost model does not vectorise a loop
@@ -296,12 +297,13 @@ TOWER_ALWAYS_INLINE auto zip(const char* op, const A& a, const B& b, F&& f) {
     if (a.shape() == b.shape())
       return tensor<T>(a.shape(), generate<T>(a.numel(), [&](std::int64_t i) { return f(pa[i], pb[i]); }));
     const shape_t s = broadcast_shapes(op, a.shape(), b.shape());
-    buffer<T> out(static_cast<std::size_t>(numel_of(s)));
+    T* o = nullptr;
+    tensor<T> out = detail::new_output<T, detail::loan_kind::kernel>(s, numel_of(s), o);  // (vmap's packets lend rows)
     for_each_broadcast<true>(s, broadcast_strides(a.shape(), s), broadcast_strides(b.shape(), s),
-                             [o = out.data(), pa, pb, &f](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+                             [o, pa, pb, &f](std::int64_t i, std::int64_t ia, std::int64_t ib) {
                                o[i] = static_cast<T>(f(pa[ia], pb[ib]));
                              });
-    return tensor<T>(s, std::move(out));
+    return out;
   }
 }
 

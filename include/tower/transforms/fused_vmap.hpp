@@ -46,6 +46,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -57,6 +58,7 @@
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
 #include "tower/kernels.hpp"
+#include "tower/lent_rows.hpp"
 #include "tower/randomness.hpp"
 #include "tower/static_values.hpp"
 #include "tower/tensor.hpp"
@@ -191,20 +193,35 @@ struct stacker {
       std::copy(r.data(), r.data() + n, data.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * n));
     }
   }
+  tensor<T> whole;  // put_rows: the [B, ...] result, allocated when the first packet shows its shape
+  bool have_whole = false;
+
+  /// Rows [b0, b0 + n) of the result, once allocated: a packet computed while they are lent
+  /// (lent_rows.hpp) writes its result there and put_rows copies nothing.
+  std::optional<tensor<T>> rows(std::int64_t b0, std::int64_t n) const {
+    if (!have_whole) return std::nullopt;
+    return detail::leading_rows(whole, b0, n);
+  }
   /// Rows [b0, b0 + n) from a packet's result, batch in dim 0.
   void put_rows(std::int64_t b0, const tensor<T>& r) {
     const std::int64_t n = r.size(0);
-    const auto per = static_cast<std::size_t>(r.numel() / std::max<std::int64_t>(n, 1));
+    const std::int64_t per = r.numel() / std::max<std::int64_t>(n, 1);
     if (b0 == 0) {
       example_shape.assign(r.shape().begin() + 1, r.shape().end());
-      data.resize(static_cast<std::size_t>(bs) * per);
+      shape_t s = example_shape;
+      s.insert(s.begin(), bs);
+      whole = tensor<T>(std::move(s), buffer<T>(static_cast<std::size_t>(bs * per)));
+      have_whole = true;
     }
-    std::copy(r.data(), r.data() + r.numel(), data.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b0) * per));
+    if (r.data() == std::as_const(whole).data() + b0 * per) return;  // computed in its rows
+    // Mutable access: if a value f computed took these rows and is still alive (f kept it), the
+    // output first gets storage of its own (copy-on-write), and that value keeps its numbers.
+    std::memmove(whole.data() + b0 * per, r.data(), static_cast<std::size_t>(r.numel()) * sizeof(T));
   }
   tensor<T> finish(std::int64_t out_dim) {
     shape_t s = example_shape;
     s.insert(s.begin(), bs);
-    tensor<T> t(s, std::move(data));
+    tensor<T> t = have_whole ? whole : tensor<T>(s, std::move(data));
     const std::int64_t d = tensor<T>::normalize_dim(out_dim, static_cast<std::int64_t>(s.size()));
     return d == 0 ? t : kernels::movedim(t, 0, d);
   }
@@ -214,7 +231,27 @@ template <class R> struct stack_all {
   stacker<R> s;
   explicit stack_all(std::int64_t b) : s(b) {}
   void put(std::int64_t b, const R& r) { s.put(b, r); }
-  void put_rows(std::int64_t b0, const R& r) { s.put_rows(b0, r); }
+  /// Computes packet rows [b0, b0 + n) with compute() and stores them. From the second packet on,
+  /// a tensor result is computed in its rows of the output when the kernel that makes it takes
+  /// them (lent_rows.hpp's kernel loans); if another value took them, the result is copied over
+  /// them (put_rows). Results of several values are always copied: one output's kernel could
+  /// take another's rows.
+  template <class Compute>
+  void put_rows(std::int64_t b0, std::int64_t n, Compute&& compute) {
+    if constexpr (is_tensor_v<R>) {
+      if (auto rows = s.rows(b0, n)) {
+        std::optional<R> r;
+        {
+          const lend_output<typename stacker<R>::T, loan_kind::kernel> loan(*rows);
+          r.emplace(compute());
+        }
+        rows.reset();  // (so that only values f made can share the output's storage now)
+        s.put_rows(b0, *r);
+        return;
+      }
+    }
+    s.put_rows(b0, compute());
+  }
   template <class OutDims> auto finish(const OutDims& out) { return s.finish(out_dim_at<OutDims, 0>(out)); }
 };
 template <class... R> struct stack_all<std::tuple<R...>> {
@@ -226,6 +263,8 @@ template <class... R> struct stack_all<std::tuple<R...>> {
   void put_rows(std::int64_t b0, const std::tuple<R...>& r) {
     [&]<std::size_t... I>(std::index_sequence<I...>) { (std::get<I>(s).put_rows(b0, std::get<I>(r)), ...); }(std::index_sequence_for<R...>{});
   }
+  template <class Compute>
+  void put_rows(std::int64_t b0, std::int64_t, Compute&& compute) { put_rows(b0, compute()); }
   template <class OutDims> auto finish(const OutDims& out) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::make_tuple(std::get<I>(s).finish(out_dim_at<OutDims, I>(out))...);
@@ -426,7 +465,10 @@ auto run_packets(const F& f, const InDims& in, const OutDims& out, std::int64_t 
   };
   using R = std::remove_cvref_t<decltype(call(0, 1))>;
   stack_all<R> stacked(bs);
-  for (std::int64_t b0 = 0; b0 < bs; b0 += packet) stacked.put_rows(b0, call(b0, std::min(packet, bs - b0)));
+  for (std::int64_t b0 = 0; b0 < bs; b0 += packet) {
+    const std::int64_t n = std::min(packet, bs - b0);
+    stacked.put_rows(b0, n, [&] { return call(b0, n); });
+  }
   return stacked.finish(out);
 }
 
