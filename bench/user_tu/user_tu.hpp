@@ -40,6 +40,10 @@ void compare(const char* name, Hand hand, Tower tower, int inner = 1, int reps =
     for (int i = std::atoi(n); i > 0; --i) tower();
     return;
   }
+  // Each sample at least 2 ms of each variant: shorter ones (logistic d = 16 is 0.25 ms a call)
+  // let one interrupt or page fault decide a sample's ratio.
+  const double shortest = std::min(sample(hand, 1), sample(tower, 1));
+  inner = std::max(inner, static_cast<int>(std::ceil(2e-3 / std::max(shortest, 1e-9))));
   std::vector<double> th, tt, r;
   for (int k = 0; k < reps; ++k) {
     double a, b;
