@@ -1,7 +1,9 @@
 // tensor<T>: construction, creation functions, element access, printing, and Eigen interop.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <thread>
+#include <vector>
 
 #include <sstream>
 
@@ -107,13 +109,31 @@ TEST_CASE("buffer_pool: size classes fit every request with at most 25% to spare
   }
 }
 
+TEST_CASE("buffer_pool: a small class keeps the dozens of buffers a backward pass frees at once") {
+  // vmap's packets free a few dozen 2 KiB values per packet; each one the pool turned away was a
+  // malloc (and a glibc consolidation) in the next packet.
+  using pool = tw::detail::buffer_pool;
+  if (!pool::enabled) return;
+  constexpr std::size_t n = 40, bytes = 2048;
+  REQUIRE(pool::max_blocks(pool::class_of(bytes)) >= n);
+  REQUIRE(pool::max_blocks(pool::class_of(std::size_t{1} << 24)) == 8);
+  std::vector<void*> first, again;
+  for (std::size_t i = 0; i < n; ++i) first.push_back(pool::allocate(bytes));
+  for (void* p : first) pool::deallocate(p, bytes);
+  for (std::size_t i = 0; i < n; ++i) again.push_back(pool::allocate(bytes));
+  std::sort(first.begin(), first.end());
+  std::sort(again.begin(), again.end());
+  REQUIRE(again == first);  // every one came back from the cache
+  for (void* p : again) pool::deallocate(p, bytes);
+}
+
 TEST_CASE("buffer_pool: recycled buffers hold what is written to them, across sizes and threads") {
-  // Tensors of sizes around the pool's 4 KiB threshold and of several classes, freed and made
+  // Tensors of sizes around the pool's 1 KiB threshold (128 doubles) and of several classes, freed and made
   // again in an interleaved order: every tensor keeps its own values.
   std::vector<tw::tensor<double>> keep;
   for (int round = 0; round < 4; ++round) {
     std::vector<tw::tensor<double>> made;
-    for (std::int64_t n : {511, 512, 513, 1000, 4096, 5000, 100000}) made.push_back(tw::full<double>({n}, static_cast<double>(n + round)));
+    for (std::int64_t n : {127, 128, 129, 160, 511, 512, 513, 1000, 4096, 5000, 100000}) made.push_back(tw::full<double>({n}, static_cast<double>(n + round)));
     for (std::size_t i = 0; i < made.size(); i += 2) keep.push_back(made[i]);
   }
   for (const auto& t : keep) {

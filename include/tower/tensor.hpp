@@ -31,7 +31,7 @@ namespace tower {
 namespace detail {
 /// std::allocator whose construct() without arguments default-initialises: a buffer of n
 /// doubles is allocated, not zero-filled, when every element is about to be written anyway.
-/// Buffers of 4 KiB and more are recycled by the thread's buffer_pool.
+/// Buffers of 1 KiB and more are recycled by the thread's buffer_pool.
 template <class T>
 struct default_init_allocator : std::allocator<T> {
   template <class U> struct rebind { using other = default_init_allocator<U>; };
