@@ -11,6 +11,8 @@
 //   vmap       against a loop over the batch, for every combination of in_dims over the args
 //              (none, 0, -1), and for vmap nested twice;
 //   vmap(grad) against a loop of grad;
+//   forms      vmap and vmap(grad) in every physical form (batching rules, packets, the
+//              per-example loop, the runtime path's traced program) against loops;
 //   scalars    for rows marked so: double arguments under grad and grad(grad), both paths.
 //
 // The count of (op, rule, sample) cases is reported per rule, so a table's output says what ran.
@@ -338,6 +340,53 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
     }
     count("vmap(grad)");
     count("runtime");
+  }
+
+  // Every physical form of vmap, for f and for grad of <f, w>, against loops over the examples:
+  // on the static path the automatic choice, batching rules, packets of 8 examples (several
+  // packets and a short one, each computing into its rows of the output) and the per-example
+  // loop; on the runtime path the automatic choice (the traced program wherever f traces),
+  // batching rules and packets. Every argument batched at dim 0; 70 examples: more than one
+  // block of 64 lanes of the traced program, and a tail.
+  {
+    constexpr std::int64_t Bf = 70;
+    std::vector<inputs<N>> exf;
+    for (std::int64_t b = 0; b < Bf; ++b) exf.push_back(draw(seed + 3000 + static_cast<unsigned>(b)));
+    inputs<N> in;
+    for (std::size_t i = 0; i < N; ++i) {
+      std::vector<tensor<double>> col;
+      for (const auto& e : exf) col.push_back(e[i]);
+      in[i] = stack(col);
+    }
+    std::vector<tensor<double>> rows;
+    std::vector<inputs<N>> grad_rows;
+    for (const auto& e : exf) {
+      rows.push_back(as_tensor(std::apply(f, e)));
+      grad_rows.push_back(grads_array<N>(std::apply(grad_all<N>(loss), e)));
+    }
+    const tensor<double> expect = stack(rows);
+    // The forms every path has, then `loop...` (the static path's per-example loop).
+    auto forms = [&](const char* path, const auto& fn, const auto& gn, auto... loop) {
+      auto one = [&](const char* form, auto... opt) {
+        INFO(path << " vmap, " << form);
+        require_close(as_tensor(std::apply(tower::vmap(fn, opt...), in)), expect, 1e-12);
+        INFO(path << " vmap(grad), " << form);
+        const inputs<N> pg = grads_array<N>(std::apply(tower::vmap(grad_all<N>(gn), opt...), in));
+        for (std::size_t i = 0; i < N; ++i) {
+          if (!r.diff[i]) continue;
+          std::vector<tensor<double>> gi;
+          for (const auto& e : grad_rows) gi.push_back(e[i]);
+          require_close(pg[i], stack(gi), 1e-12);
+        }
+        count(form);
+      };
+      one("automatic");
+      one("batched", tower::strategy::batched);
+      one("packets", tower::strategy::packets, tower::chunk_size(8));
+      (one("per-example loop", loop), ...);
+    };
+    forms("static", f, loss, tower::strategy::fused);
+    forms("runtime", erase<N>(f), loss_rt);
   }
 
   // scalars: double arguments, grad and grad(grad) against finite differences, both paths.

@@ -82,6 +82,22 @@ TEST_CASE("the runtime path runs a large top-level vmap in packets, with the sam
   require_close(tw::vmap(tw::grad(loss), in)(X, w).to_tensor(), tw::vmap(tw::grad(loss_s), in, tw::strategy::batched)(X, w), 1e-15);
 }
 
+TEST_CASE("strategy::packets with chunk_size(n): packets of n examples, on both paths") {
+  // 1000 examples of 16 numbers would take packets of 256; chunk_size(24) asks for 24 (41
+  // packets, the last one of 16), as it does on the runtime path.
+  const tensor<double> X = sample({1000, 16}, -1, 1, 41), w = sample({16}, -1, 1, 42);
+  auto f = [](auto x, auto v) { return tw::exp(x * v) - x; };
+  const auto packets = tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::packets, tw::chunk_size(24));
+  const auto plan = packets.plan(X, w);
+  REQUIRE(plan.form == tw::detail::vmap_plan::packets);
+  REQUIRE(plan.packet == 24);
+  REQUIRE(tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::packets).plan(X, w).packet == 256);
+  const tensor<double> expected = tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::batched)(X, w);
+  require_close(packets(X, w), expected, 1e-13);
+  std::function<tw::dyn::value(tw::dyn::value, tw::dyn::value)> erased = [f](tw::dyn::value x, tw::dyn::value v) { return f(x, v); };
+  require_close(tw::vmap(erased, tw::in_dims(0, tw::none), tw::strategy::packets, tw::chunk_size(24))(X, w).to_tensor(), expected, 1e-13);
+}
+
 TEST_CASE("strategy::packets computes each packet into its rows of the output, with batching rules' numbers") {
   // 1000 examples of 16 numbers: packets of 256 (fused_vmap.hpp's packet_numbers / 16), the last
   // one partial. From the second packet on, the kernel that makes a packet's [n, 16] result

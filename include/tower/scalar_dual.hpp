@@ -87,10 +87,15 @@ namespace detail {
 /// gives way on them as a primitive without a rule does, instead of failing to compile.
 template <class... R>
 using branch_result_t = std::conditional_t<(is_dual_unsupported_v<R> || ...), dual_unsupported, std::tuple_element_t<0, std::tuple<R...>>>;
-/// A branch's value as the composite's result type R (see branch_result_t).
+/// A branch's value as the composite's result type R (see branch_result_t). Branches may give
+/// different types for arguments the composite rejects at run time anyway: numbers where it needs
+/// tensors (cross_entropy's class-index branch gathers, which makes a tensor of a number). vmap's
+/// per-example form compiles f for numbers too (fused_vmap.hpp), so such a branch compiles and
+/// raises here instead of failing the user's build.
 template <class R, class X>
 R as_branch(X&& x) {
   if constexpr (is_dual_unsupported_v<R>) return dual_unsupported{};
+  else if constexpr (!std::is_convertible_v<X&&, R>) throw error("a composite op's branches give different types for these arguments");
   else return std::forward<X>(x);
 }
 }  // namespace detail

@@ -25,8 +25,9 @@
 // strategy::batched. Other functions never see numbers they were not given.
 //
 // strategy::packets runs batching rules on packets of examples (about 4096 numbers of each
-// batched argument per packet), so a long chain of ops on a large batch keeps its intermediates
-// in cache instead of streaming batch-sized tensors through memory once per op.
+// batched argument per packet, or chunk_size(n) examples), so a long chain of ops on a large
+// batch keeps its intermediates in cache instead of streaming batch-sized tensors through memory
+// once per op.
 //
 // strategy::automatic (the default) first takes fused_fixed.hpp's per-example loop when f is a
 // first-order transform and every batched argument is [B] (numbers), or one is [B, N] with
@@ -91,7 +92,8 @@ inline constexpr automatic_t automatic{};
 inline constexpr fused_t fused{};
 /// tw::strategy::batched: batching rules.
 inline constexpr batched_t batched{};
-/// tw::strategy::packets: batching rules on cache-sized packets of examples.
+/// tw::strategy::packets: batching rules on cache-sized packets of examples (with
+/// tw::chunk_size(n), packets of n examples).
 /// \code
 /// auto f = [](auto x) { return tw::sum(tw::sin(x) * x); };
 /// auto X = tw::reshape(tw::arange<double>(8), {4, 2});

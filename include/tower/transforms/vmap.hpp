@@ -287,7 +287,8 @@ struct vmap_transform {
       if (bs == 0) throw error(std::is_same_v<Strategy, strategy::fused_t> ? "vmap: strategy::fused needs at least one example"
                                                                           : "vmap: strategy::packets needs at least one example");
       if constexpr (std::is_same_v<Strategy, strategy::packets_t>) {
-        return {P::packets, bs, 0, 0, fz::packet_size(in, a...)};
+        // chunk_size(n): packets of n examples, as on the runtime path.
+        return {P::packets, bs, 0, 0, opts.chunk_size > 0 ? opts.chunk_size : fz::packet_size(in, a...)};
       } else {
         if constexpr (fz::scalar_candidate<F, InDims, A...>())
           if (fz::scalar_examples<InDims>(a...)) return {numbers_loop<A...>() ? P::loop : P::per_example, bs, 0, 0, 0, true};
