@@ -1,6 +1,9 @@
 // Per-example logistic-regression gradients, d = LOGISTIC_D (16 by default; the runner also
-// builds 256): tw::vmap(tw::grad(loss), tw::in_dims(tw::none, 0, 0))(w, X, Y).
+// builds 256): tw::vmap(tw::grad(loss), tw::in_dims(tw::none, 0, 0))(w, X, Y); with -DRUNTIME the
+// same through a type-erased loss (the runtime path).
 #include <tower/tower.hpp>
+
+#include <functional>
 
 #include "bench/user_tu/user_tu.hpp"
 namespace tw = tower;
@@ -26,11 +29,19 @@ int main() {
       for (long j = 0; j < d; ++j) gb[j] = s * xb[j];
     }
   };
+#ifdef RUNTIME
+  using V = tw::dyn::value;
+  std::function<V(V, V, V)> erased = [](V w, V x, V y) { return loss(w, x, y); };
+  auto tower = [&] { G = tw::vmap(tw::grad(erased), tw::in_dims(tw::none, 0, 0))(W, X, Y).to_tensor(); };
+  const char* suffix = "_runtime";
+#else
   auto tower = [&] { G = tw::vmap(tw::grad(loss), tw::in_dims(tw::none, 0, 0))(W, X, Y); };
+  const char* suffix = "";
+#endif
   hand();
   tower();
   user_tu::check("logistic", G.data(), g.data(), g.size());
-  char name[32];
-  std::snprintf(name, sizeof name, "logistic_d%ld", d);
+  char name[48];
+  std::snprintf(name, sizeof name, "logistic_d%ld%s", d, suffix);
   user_tu::compare(name, hand, tower);
 }

@@ -32,6 +32,12 @@ WORKLOADS = [
     ("vmap_grad_batch1_runtime", "vmap_grad_batch1.cpp", ["-DRUNTIME"]),
     ("lennard_jones_runtime", "lennard_jones.cpp", ["-DRUNTIME"]),
     ("hessian_r8_runtime", "hessian_r8.cpp", ["-DRUNTIME"]),
+    ("logistic_d16_runtime", "logistic.cpp", ["-DLOGISTIC_D=16", "-DRUNTIME"]),
+    ("logistic_d256_runtime", "logistic.cpp", ["-DLOGISTIC_D=256", "-DRUNTIME"]),
+    ("mlp_32_64_1_runtime", "mlp.cpp", ["-DRUNTIME"]),
+    ("jacrev_64_runtime", "jacobian64.cpp", ["-DRUNTIME"]),
+    ("jacfwd_64_runtime", "jacobian64.cpp", ["-DJACFWD", "-DRUNTIME"]),
+    ("grad_chain10_double_runtime", "chain_grad.cpp", ["-DRUNTIME"]),
 ]
 
 
