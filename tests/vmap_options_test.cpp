@@ -152,3 +152,39 @@ TEST_CASE("strategy::packets: a value f keeps after taking a packet's rows keeps
     require_close(kept[k], tw::narrow(X, 0, b0, n) * w, 0);
   }
 }
+
+TEST_CASE("runtime packets: computed in their rows of the output; a value f keeps keeps its numbers") {
+  // The runtime path's packets (chunks) are computed in their rows of the output from the second
+  // on, as the static path's. f keeps the physical [n, 16] tensor of x * v, which takes its
+  // packet's rows, and returns another value: the output gets storage of its own first.
+  using V = tw::dyn::value;
+  const tensor<double> X = sample({1000, 16}, -1, 1, 36), w = sample({16}, -1, 1, 37);
+  std::vector<tensor<double>> kept;
+  std::function<V(V, V)> keeps = [&kept](V x, V v) {
+    V p = x * v;
+    kept.push_back(p.get().inner.to_tensor());
+    return x * tw::sum(p);
+  };
+  for (auto chunk : {tw::chunk_size(256), tw::chunk_size(300)}) {
+    kept.clear();
+    const V r = tw::vmap(keeps, tw::in_dims(0, tw::none), tw::strategy::packets, chunk)(X, w);
+    require_close(r.to_tensor(), X * tw::unsqueeze(tw::sum(X * w, 1), 1), 1e-13);
+    const std::int64_t n = chunk.size;
+    REQUIRE(kept.size() == static_cast<std::size_t>((1000 + n - 1) / n));
+    for (std::size_t k = 0; k < kept.size(); ++k) {
+      const std::int64_t b0 = static_cast<std::int64_t>(k) * n;
+      require_close(kept[k], tw::narrow(X, 0, b0, std::min<std::int64_t>(n, 1000 - b0)) * w, 0);
+    }
+  }
+  // A result that takes the rows, on the runtime path: packets against batching rules.
+  std::function<V(V, V)> product = [](V x, V v) { return tw::exp(x * v) * x; };
+  const tensor<double> batched = tw::vmap(product, tw::in_dims(0, tw::none), tw::strategy::batched)(X, w).to_tensor();
+  require_close(tw::vmap(product, tw::in_dims(0, tw::none), tw::strategy::packets)(X, w).to_tensor(), batched, 1e-13);
+  // A tuple result and out_dims(1) take the parts-and-concatenate form.
+  std::function<std::tuple<V, V>(V, V)> two = [](V x, V v) { return std::make_tuple(x * v, tw::sum(x)); };
+  const auto [a, b] = tw::vmap(two, tw::in_dims(0, tw::none), tw::chunk_size(300))(X, w);
+  require_close(a.to_tensor(), X * w, 1e-13);
+  require_close(b.to_tensor(), tw::sum(X, 1), 1e-12);
+  require_close(tw::vmap(product, tw::in_dims(0, tw::none), tw::out_dims(1), tw::chunk_size(300))(X, w).to_tensor(),
+                tw::transpose(batched, 0, 1), 1e-13);
+}

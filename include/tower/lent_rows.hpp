@@ -5,13 +5,16 @@
 //     output; the forms of vmap that allocate their output before writing all of it (the
 //     fixed-rows loop, the runtime path's fused program) take them instead of new storage. Only
 //     those final outputs take such a loan, so the rows hold nothing else.
-//   - kernel rows: vmap's packets (fused_vmap.hpp) lend each packet its rows of the output, and
-//     the next kernel result of as many elements (kernels::zip's broadcast products) takes them,
-//     whether or not f returns it. The lender copies f's result over the rows when it is another
-//     value, and first gives its output storage of its own (copy-on-write) if the value that took
-//     them is still alive, so that no value sees its numbers change.
+//   - kernel rows: vmap's packets (packet_rows below, on both paths) lend each packet its rows of
+//     the output, and the next kernel result of as many elements (kernels::zip's broadcast
+//     products) takes them, whether or not f returns it. The lender copies f's result over the
+//     rows when it is another value, and first gives its output storage of its own
+//     (copy-on-write) if the value that took them is still alive, so that no value sees its
+//     numbers change.
 #include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <utility>
 
 #include "tower/tensor.hpp"
@@ -75,6 +78,50 @@ class lend_output {
 
  private:
   tensor<T>* saved_;
+};
+
+/// A [B, ...] result assembled from packets of examples, each a [n, ...] tensor (vmap's packets
+/// on both paths). The first packet's result shows the shape and is copied; from the second on,
+/// the packet is computed while its rows of the output are lent (kernel kind), so the kernel that
+/// makes its result writes there and nothing is copied.
+template <class T>
+class packet_rows {
+ public:
+  explicit packet_rows(std::int64_t bs) : bs_(bs) {}
+
+  /// Rows [b0, b0 + n) from compute(), which returns them as a [n, ...] tensor.
+  template <class Compute>
+  void compute(std::int64_t b0, std::int64_t n, Compute&& compute) {
+    if (!started()) return put(b0, compute());
+    std::optional<tensor<T>> rows(leading_rows(whole_, b0, n)), r;
+    {
+      const lend_output<T, loan_kind::kernel> loan(*rows);
+      r.emplace(compute());
+    }
+    rows.reset();  // (so that only values f made can share the output's storage now)
+    put(b0, *r);
+  }
+  /// Rows [b0, b0 + r.size(0)) from r.
+  void put(std::int64_t b0, const tensor<T>& r) {
+    const std::int64_t n = r.size(0);
+    const std::int64_t per = r.numel() / std::max<std::int64_t>(n, 1);
+    if (!started()) {
+      shape_t s = r.shape();
+      s[0] = bs_;
+      whole_ = tensor<T>(std::move(s), buffer<T>(static_cast<std::size_t>(bs_ * per)));
+    }
+    if (r.data() == std::as_const(whole_).data() + b0 * per) return;  // computed in its rows
+    // Mutable access: if a value f computed took these rows and is still alive (f kept it), the
+    // output first gets storage of its own (copy-on-write), and that value keeps its numbers.
+    std::memmove(whole_.data() + b0 * per, r.data(), static_cast<std::size_t>(r.numel()) * sizeof(T));
+  }
+  bool started() const { return whole_.dim() > 0; }
+  /// The [B, ...] result (after at least one packet).
+  const tensor<T>& whole() const { return whole_; }
+
+ private:
+  std::int64_t bs_;
+  tensor<T> whole_;
 };
 
 }  // namespace tower::detail

@@ -178,7 +178,7 @@ struct stacker {
   shape_t example_shape;
   buffer<T> data;
 
-  explicit stacker(std::int64_t b) : bs(b) {}
+  explicit stacker(std::int64_t b) : bs(b), packets(b) {}
   void put(std::int64_t b, const R& r) {
     if constexpr (kernels::is_plain_scalar_v<R>) {
       if (b == 0) data.resize(static_cast<std::size_t>(bs));
@@ -195,36 +195,19 @@ struct stacker {
       std::copy(r.data(), r.data() + n, data.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * n));
     }
   }
-  tensor<T> whole;  // put_rows: the [B, ...] result, allocated when the first packet shows its shape
-  bool have_whole = false;
+  packet_rows<T> packets;  // put_rows: the [B, ...] result, packet by packet
+  void put_rows(std::int64_t b0, const tensor<T>& r) { packets.put(b0, r); }
 
-  /// Rows [b0, b0 + n) of the result, once allocated: a packet computed while they are lent
-  /// (lent_rows.hpp) writes its result there and put_rows copies nothing.
-  std::optional<tensor<T>> rows(std::int64_t b0, std::int64_t n) const {
-    if (!have_whole) return std::nullopt;
-    return detail::leading_rows(whole, b0, n);
-  }
-  /// Rows [b0, b0 + n) from a packet's result, batch in dim 0.
-  void put_rows(std::int64_t b0, const tensor<T>& r) {
-    const std::int64_t n = r.size(0);
-    const std::int64_t per = r.numel() / std::max<std::int64_t>(n, 1);
-    if (b0 == 0) {
-      example_shape.assign(r.shape().begin() + 1, r.shape().end());
+  tensor<T> finish(std::int64_t out_dim) {
+    tensor<T> t;
+    if (packets.started()) {
+      t = packets.whole();
+    } else {
       shape_t s = example_shape;
       s.insert(s.begin(), bs);
-      whole = tensor<T>(std::move(s), buffer<T>(static_cast<std::size_t>(bs * per)));
-      have_whole = true;
+      t = tensor<T>(std::move(s), std::move(data));
     }
-    if (r.data() == std::as_const(whole).data() + b0 * per) return;  // computed in its rows
-    // Mutable access: if a value f computed took these rows and is still alive (f kept it), the
-    // output first gets storage of its own (copy-on-write), and that value keeps its numbers.
-    std::memmove(whole.data() + b0 * per, r.data(), static_cast<std::size_t>(r.numel()) * sizeof(T));
-  }
-  tensor<T> finish(std::int64_t out_dim) {
-    shape_t s = example_shape;
-    s.insert(s.begin(), bs);
-    tensor<T> t = have_whole ? whole : tensor<T>(s, std::move(data));
-    const std::int64_t d = tensor<T>::normalize_dim(out_dim, static_cast<std::int64_t>(s.size()));
+    const std::int64_t d = tensor<T>::normalize_dim(out_dim, t.dim());
     return d == 0 ? t : kernels::movedim(t, 0, d);
   }
 };
@@ -240,19 +223,8 @@ template <class R> struct stack_all {
   /// take another's rows.
   template <class Compute>
   void put_rows(std::int64_t b0, std::int64_t n, Compute&& compute) {
-    if constexpr (is_tensor_v<R>) {
-      if (auto rows = s.rows(b0, n)) {
-        std::optional<R> r;
-        {
-          const lend_output<typename stacker<R>::T, loan_kind::kernel> loan(*rows);
-          r.emplace(compute());
-        }
-        rows.reset();  // (so that only values f made can share the output's storage now)
-        s.put_rows(b0, *r);
-        return;
-      }
-    }
-    s.put_rows(b0, compute());
+    if constexpr (is_tensor_v<R>) s.packets.compute(b0, n, compute);
+    else s.put_rows(b0, compute());
   }
   template <class OutDims> auto finish(const OutDims& out) { return s.finish(out_dim_at<OutDims, 0>(out)); }
 };

@@ -19,6 +19,7 @@
 #include "tower/dyn_value.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/interpreter_stack.hpp"
+#include "tower/lent_rows.hpp"
 #include "tower/pytree.hpp"
 #include "tower/randomness.hpp"
 #include "tower/runtime_dispatch.hpp"
@@ -183,14 +184,36 @@ auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>
   if (chunk_size > 0) {
     if (const std::int64_t bs = detail::batch_size_of(in_dims, args); bs > chunk_size) {
       std::vector<R> parts;
+      // A plain result with its batch in dim 0: each chunk after the first is computed in its rows
+      // of the output (lent_rows.hpp's packet_rows), as the static path's packets are.
+      std::optional<tower::detail::packet_rows<double>> rows;
       const tower::detail::same_draws draws(randomness);
       for (std::int64_t start = 0; start < bs; start += chunk_size) {
         draws.next();
+        const std::int64_t len = std::min(chunk_size, bs - start);
         std::array<value, N> slice = args;
         for (std::size_t i = 0; i < N; ++i)
-          if (in_dims[i]) slice[i] = narrow(args[i], *in_dims[i], start, std::min(chunk_size, bs - start));
+          if (in_dims[i]) slice[i] = narrow(args[i], *in_dims[i], start, len);
+        if constexpr (std::is_same_v<R, value>) {
+          if (rows) {
+            rows->compute(start, len, [&] { return run_vmap_once(call, in_dims, out_dims, slice, randomness).to_tensor(); });
+            continue;
+          }
+          if (start == 0) {
+            R first = run_vmap_once(call, in_dims, out_dims, slice, randomness);
+            if (first.is_plain() && first.rank() > 0 && detail::out_dim_at(out_dims, 0) == 0) {
+              rows.emplace(bs);
+              rows->put(0, first.to_tensor());
+            } else {
+              parts.push_back(std::move(first));
+            }
+            continue;
+          }
+        }
         parts.push_back(run_vmap_once(call, in_dims, out_dims, slice, randomness));
       }
+      if constexpr (std::is_same_v<R, value>)
+        if (rows) return R(rows->whole());
       // Each leaf of the result: its parts joined along its out dim (each element of a tuple
       // result takes that element's entry).
       auto join = [&](auto get, std::size_t k) {
