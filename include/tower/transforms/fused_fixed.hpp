@@ -214,8 +214,27 @@ constexpr std::int64_t example_width() {
 /// examples runs as one block whose extra examples repeat the last one and are not stored.
 /// A first-order body is cheap to compile and may be called on one example (vmap at batch size
 /// 1), so it keeps a loop for the remainder.
+/// The loop over examples alone, flattened: f's body and the stores are inlined into it, while
+/// the set-up and the results around it (allocation, padding, movedim) stay ordinary calls, so
+/// each instantiation of the loop (one per candidate row size) carries f's body and little else.
+template <bool OneCopy, std::int64_t Block, class Put>
+[[gnu::flatten]] TOWER_LOOP_FUNCTION void run_blocks(const Put& put, std::int64_t n) {
+  // Grad mode on for f's body, set here: with no call between this store and the loop, the
+  // compiler knows the mode f reads is on, and drops the selects that a mode unknown inside the
+  // loop would put on every tangent.
+  enable_grad on;
+  std::int64_t i = 0;
+  for (; i + Block <= n || (OneCopy && i < n); i += Block) {
+    const std::int64_t i0 = std::min(i, n - Block);  // OneCopy: the last block overlaps
+TOWER_NO_ALIAS_LOOP
+    for (std::int64_t j = 0; j < Block; ++j) put(i0 + j);
+  }
+  if constexpr (!OneCopy)
+    for (; i < n; ++i) put(i);
+}
+
 template <class F, class InDims, class OutDims, class... A>
-[[gnu::flatten]] TOWER_LOOP_FUNCTION auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
+auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
   constexpr std::int64_t block = 64;
   constexpr bool one_copy = !first_order<F>();
   // The whole batch as one padded block (one_copy and bs < block): each batched argument's
@@ -275,20 +294,7 @@ template <class F, class InDims, class OutDims, class... A>
       const R r = example(b);
       (std::get<K>(cols).store(b, component<K>(r)), ...);
     };
-    {
-      // Grad mode on for f's body, set after the columns are allocated: with no call between
-      // this store and the loop, the compiler knows the mode f reads is on, and drops the
-      // selects that a mode unknown inside the loop would put on every tangent.
-      enable_grad on;
-      std::int64_t i = 0;
-      for (; i + block <= n || (one_copy && i < n); i += block) {
-        const std::int64_t i0 = std::min(i, n - block);  // one_copy: the last block overlaps
-TOWER_NO_ALIAS_LOOP
-        for (std::int64_t j = 0; j < block; ++j) put(i0 + j);
-      }
-      if constexpr (!one_copy)
-        for (; i < n; ++i) put(i);
-    }
+    run_blocks<one_copy, block>(put, n);
     auto results = std::make_tuple(std::get<K>(cols).finish(bs, out_dim_at<OutDims, K>(out))...);
     if constexpr (C == 1 && !requires { typename std::tuple_size<R>::type; }) return std::get<0>(std::move(results));
     else return results;
