@@ -7,8 +7,8 @@
 // its derivatives need, one libmvec call per packet of elements (kernels/vector_math.hpp), then
 //   f(x),  f'(x) g,  f'(x) h + f''(x) g^2    per element (value, first, second derivative).
 // On R^8 that is 2 packet calls for sin instead of 16 scalar ones. f' is the op's own derivative
-// (pointwise.hpp); fixed_ops_unary_test checks every rule against central differences of the
-// tape's gradient, and exp and tanh against the tensor path exactly.
+// (pointwise.hpp); the op checker's fixed forms (tests/op_checker.hpp) check every rule against
+// central differences of the tape's gradient, and exp and tanh against the tensor path exactly.
 #include <array>
 #include <cmath>
 #include <cstddef>

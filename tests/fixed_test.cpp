@@ -1,7 +1,7 @@
 // tw::fixed<T, N> (fixed.hpp) and vmap's tw::fixed_rows<N> (fused_fixed.hpp): conversions,
 // errors, every form vmap may take with fixed_rows, grad mode, and jacrev / jacfwd / hessian on
 // fixed values, each against the tensor path or a hand-written result. (Every op under every
-// transform: fixed_ops_unary_test.cpp and fixed_ops_binary_test.cpp.)
+// transform: the op checker's fixed forms, tests/op_checker.hpp.)
 #include <catch2/catch.hpp>
 
 #include <cmath>

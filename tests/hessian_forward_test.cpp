@@ -2,7 +2,7 @@
 // hessian_forward.hpp): against the analytic Hessian, finite differences of the gradient and the
 // tensor path; the cases that leave the elementwise form (indexing, broadcasting against a
 // dense value, dot), no_grad, argnums, every nesting of jacrev / jacfwd, and vmap with fixed_rows.
-// (Every op under hessian: fixed_ops_unary_test.cpp and fixed_ops_binary_test.cpp.)
+// (Every op under hessian: the op checker's fixed forms, tests/op_checker.hpp.)
 #include <catch2/catch.hpp>
 
 #include <cmath>

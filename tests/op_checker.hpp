@@ -13,7 +13,15 @@
 //   vmap(grad) against a loop of grad;
 //   forms      vmap and vmap(grad) in every physical form (batching rules, packets, the
 //              per-example loop, the runtime path's traced program) against loops;
-//   scalars    for rows marked so: double arguments under grad and grad(grad), both paths.
+//   scalars    for rows marked so: double arguments under grad and grad(grad), both paths;
+//   fixed      for rows marked so (with_fixed): the row on tw::fixed values (3-vectors, numbers,
+//              size-1 vectors) against tensors: values, grad (tape-free against the tape), grad
+//              of grad, hessian (elementwise jets against central differences of the tape's
+//              gradient) and vmap(grad) with fixed_rows (the per-example loop, which must take
+//              the row) against in_dims 0; a deep form adds hessian against the tensor path's
+//              hessian and vmap(hessian) with fixed_rows against hessian per example (the
+//              deep checks instantiate transform stacks four deep, ~15 s of g++ each: a few
+//              rows that stand for the rule kinds get them).
 //
 // The count of (op, rule, sample) cases is reported per rule, so a table's output says what ran.
 #pragma once
@@ -26,6 +34,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -41,16 +51,25 @@ template <std::size_t N> using sampler = std::function<inputs<N>(unsigned seed)>
 /// A row without an op struct (a composition): no rule-level JVP check.
 struct composite {};
 
-template <std::size_t N, class F, class Op = composite, bool Scalars = false, bool Floats = true>
+/// One argument of a row's form on tw::fixed values: a 3-vector, a number, a size-1 vector.
+enum class kind { vector, number, single };
+/// A form on tw::fixed values: the argument kinds, and whether it gets the deep checks.
+template <bool Deep, kind... K> struct fixed_form {};
+template <kind... K> using on_fixed = fixed_form<false, K...>;
+template <kind... K> using on_fixed_deep = fixed_form<true, K...>;
+
+template <std::size_t N, class F, class Op = composite, bool Scalars = false, bool Floats = true, class Fixed = std::tuple<>>
 struct op_row {
   static constexpr bool scalars = Scalars;  // also run with double arguments (samples of rank 0)
   static constexpr bool floats = Floats;    // check the float kernels
+  using fixed_forms = Fixed;                // a std::tuple of fixed_form: the row on tw::fixed values
   std::string name;
   F f;
   std::vector<sampler<N>> samples;
   std::array<bool, N> diff;  // which args are differentiated (index args are not)
   Op op{};
   double tol = 1e-5;        // finite-difference tolerance (relative)
+  double fixed_lo = -1, fixed_hi = 1;  // where the fixed forms draw their inputs
 };
 
 template <std::size_t N>
@@ -74,15 +93,21 @@ auto prim(std::string name, Op op, std::vector<sampler<N>> s, double tol = 1e-5)
 }
 
 /// The row, also checked with double arguments on its rank-0 samples.
-template <std::size_t N, class F, class Op, bool S, bool Fl>
-op_row<N, F, Op, true, Fl> with_scalars(op_row<N, F, Op, S, Fl> r) {
-  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol};
+template <std::size_t N, class F, class Op, bool S, bool Fl, class Fx>
+op_row<N, F, Op, true, Fl, Fx> with_scalars(op_row<N, F, Op, S, Fl, Fx> r) {
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.fixed_lo, r.fixed_hi};
+}
+
+/// The row, also checked on tw::fixed values in each of Forms (fixed_form), inputs in [lo, hi].
+template <class... Forms, std::size_t N, class F, class Op, bool S, bool Fl, class Fx>
+op_row<N, F, Op, S, Fl, std::tuple<Forms...>> with_fixed(op_row<N, F, Op, S, Fl, Fx> r, double lo = -1, double hi = 1) {
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, lo, hi};
 }
 
 /// The row without the float-kernel check (for functions that build double constants).
-template <std::size_t N, class F, class Op, bool S, bool Fl>
-op_row<N, F, Op, S, false> doubles_only(op_row<N, F, Op, S, Fl> r) {
-  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol};
+template <std::size_t N, class F, class Op, bool S, bool Fl, class Fx>
+op_row<N, F, Op, S, false, Fx> doubles_only(op_row<N, F, Op, S, Fl, Fx> r) {
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.fixed_lo, r.fixed_hi};
 }
 
 /// Independent uniform samples of the given shapes in [lo, hi].
@@ -422,16 +447,181 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
   }
 }
 
-/// Checks every sample of every row of a table (a std::tuple of rows).
+namespace detail_fixed {
+
+inline constexpr int n = 3;
+inline constexpr std::int64_t batch = 70;  // more than one block of 64 examples, and a tail
+using vec = fixed<double, n>;
+
+inline vec fx(const tensor<double>& t) { return to_fixed<vec>(t); }
+inline tensor<double> tt(const vec& v) { return to_tensor(v); }
+
+/// An argument as the fixed path sees it, as the tensor path sees it, and its shape.
+template <kind K>
+auto fixed_arg(const tensor<double>& t) {
+  if constexpr (K == kind::vector) return fx(t);
+  else if constexpr (K == kind::number) return t.item();
+  else return to_fixed<fixed<double, 1>>(t);
+}
+template <kind K>
+auto tensor_arg(const tensor<double>& t) {
+  if constexpr (K == kind::number) return t.item();
+  else return t;
+}
+template <kind K>
+shape_t shape_of() {
+  if constexpr (K == kind::vector) return {n};
+  else if constexpr (K == kind::number) return {};
+  else return {1};
+}
+
+/// Element I of a gradient of A arguments (the gradient itself when A is 1).
+template <std::size_t I, std::size_t A, class G>
+const auto& component(const G& g) {
+  if constexpr (A == 1) return g;
+  else return std::get<I>(g);
+}
+
+/// Central differences, column by column, of gradient component I of `gradient` (a function of
+/// the tuple args) in argument I, a vector of n elements.
+template <std::size_t I, std::size_t A, class Gradient, class Args>
+tensor<double> fd_hessian(const Gradient& gradient, const Args& args) {
+  const double h = 1e-5;
+  const tensor<double>& x = std::get<I>(args);
+  std::vector<double> out(static_cast<std::size_t>(n * n));
+  for (std::int64_t j = 0; j < n; ++j) {
+    std::vector<double> p(x.data(), x.data() + n), m = p;
+    p[static_cast<std::size_t>(j)] += h;
+    m[static_cast<std::size_t>(j)] -= h;
+    Args ap = args, am = args;
+    std::get<I>(ap) = tensor<double>({n}, p);
+    std::get<I>(am) = tensor<double>({n}, m);
+    const auto gp = std::apply(gradient, ap);
+    const auto gm = std::apply(gradient, am);
+    const tensor<double>& cp = component<I, A>(gp);
+    const tensor<double>& cm = component<I, A>(gm);
+    for (std::int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i * n + j)] = (cp.data()[i] - cm.data()[i]) / (2 * h);
+  }
+  return tensor<double>({n, n}, out);
+}
+
+}  // namespace detail_fixed
+
+/// A row's form on tw::fixed values (see the header comment), inputs drawn in [lo, hi].
+template <class Row, bool Deep, kind... K>
+void check_fixed(const Row& r, fixed_form<Deep, K...>, unsigned seed) {
+  using namespace detail_fixed;
+  using detail_check::grad_all;
+  constexpr std::size_t A = sizeof...(K);
+  static_assert(A == std::tuple_size_v<decltype(r.diff)>, "with_fixed: one kind per argument");
+  constexpr bool unary_vector = A == 1 && ((K == kind::vector) && ...);
+  const auto& f = r.f;
+  std::string kinds;
+  ((kinds += K == kind::vector ? "vector " : K == kind::number ? "number " : "size-1 "), ...);
+  INFO("op " << r.name << " on tw::fixed values: " << kinds);
+  std::vector<tensor<double>> xs;
+  unsigned s = seed;
+  ((xs.push_back(sample(shape_of<K>(), r.fixed_lo, r.fixed_hi, s++))), ...);
+  auto fixed_args = [&]<std::size_t... I>(std::index_sequence<I...>) { return std::make_tuple(fixed_arg<K>(xs[I])...); }(std::make_index_sequence<A>{});
+  auto tensor_args = [&]<std::size_t... I>(std::index_sequence<I...>) { return std::make_tuple(tensor_arg<K>(xs[I])...); }(std::make_index_sequence<A>{});
+
+  // Values.
+  const auto yf = std::apply(f, fixed_args);
+  const auto yt = std::apply(f, tensor_args);
+  REQUIRE(tower::shape(yf) == tower::shape(yt));
+  require_close(as_tensor(tower::sum(yf) * 1.0), as_tensor(tower::sum(yt) * 1.0), 1e-13);
+  count("fixed values");
+
+  // grad of a scalar loss, every argument: the tape-free path on fixed values against the tape.
+  const vec wv = fx(sample({n}, -1, 1, seed + 50));
+  auto loss_f = [&](const auto&... x) { return tower::sum(f(x...) * wv); };
+  auto loss_t = [&](const auto&... x) { return tower::sum(f(x...) * tt(wv)); };
+  const auto grad_t = grad_all<A>(loss_t);
+  const auto gf = std::apply(grad_all<A>(loss_f), fixed_args);
+  const auto gt = std::apply(grad_t, tensor_args);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (require_close(as_tensor(tower::sum(component<I, A>(gf)) * 1.0), as_tensor(tower::sum(component<I, A>(gt)) * 1.0), 1e-12), ...);
+  }(std::make_index_sequence<A>{});
+  if constexpr (unary_vector) require_close(tt(gf), gt, 1e-12);  // elementwise: a sum could hide a permutation
+  count("fixed grad");
+
+  // grad of grad (forward over forward on fixed values) against the tape: d/dx <grad loss(x), v>.
+  if constexpr (unary_vector) {
+    const vec v = fx(sample({n}, -1, 1, seed + 60));
+    auto hv_f = tower::grad([&](const auto& x) { return tower::dot(tower::grad(loss_f)(x), v); });
+    auto hv_t = tower::grad([&](const auto& x) { return tower::dot(tower::grad(loss_t)(x), tt(v)); });
+    require_close(tt(hv_f(std::get<0>(fixed_args))), hv_t(std::get<0>(tensor_args)), 1e-10);
+    count("fixed grad(grad)");
+  }
+
+  // hessian of the loss in each vector argument, on elementwise jets (hessian_forward.hpp),
+  // against central differences of the tape's gradient; deep: against the tensor path exactly.
+  auto hessian_in = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+    constexpr kind kinds_[] = {K...};
+    if constexpr (kinds_[I] == kind::vector) {
+      using G = decltype(loss_f);
+      constexpr bool on_jets = []<std::size_t... J>(std::index_sequence<J...>) {
+        return tower::detail::hessian_on_jets<jacrev_transform<G, argnums_t<static_cast<int>(I)>>, static_cast<int>(I),
+                                              std::remove_cvref_t<decltype(fixed_arg<kinds_[J]>(std::declval<tensor<double>>()))>...>();
+      }(std::make_index_sequence<A>{});
+      STATIC_REQUIRE(on_jets);
+      const tensor<double> hf = to_tensor(std::apply(tower::hessian(loss_f, argnums<static_cast<int>(I)>), fixed_args));
+      require_close(hf, fd_hessian<I, A>(grad_t, tensor_args), 1e-7);
+      count("fixed hessian");
+      if constexpr (Deep) {
+        require_close(hf, std::apply(tower::hessian(loss_t, argnums<static_cast<int>(I)>), tensor_args), 1e-10);
+        count("fixed hessian (exact)");
+      }
+    }
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (hessian_in(std::integral_constant<std::size_t, I>{}), ...);
+  }(std::make_index_sequence<A>{});
+
+  // Deep: vmap(hessian) with fixed_rows against hessian on each row.
+  if constexpr (Deep && unary_vector) {
+    const tensor<double> X = sample({batch, n}, r.fixed_lo, r.fixed_hi, seed + 200);
+    const tensor<double> H = tower::vmap(tower::hessian(loss_f), in_dims(fixed_rows<n>))(X);
+    REQUIRE(H.shape() == shape_t{batch, n, n});
+    for (std::int64_t b = 0; b < batch; ++b) require_close(row(H, b), to_tensor(tower::hessian(loss_f)(fx(row(X, b)))), 1e-13);
+    count("fixed vmap(hessian)");
+  }
+
+  // vmap(grad) with fixed_rows for the vector arguments, which the per-example loop must take,
+  // against in_dims 0 on tensors.
+  if constexpr (((K == kind::vector) || ...)) {
+    std::vector<tensor<double>> batched_;
+    unsigned bs_seed = seed + 100;
+    ((batched_.push_back(K == kind::vector ? sample({batch, n}, r.fixed_lo, r.fixed_hi, bs_seed++) : sample({batch}, r.fixed_lo, r.fixed_hi, bs_seed++))),
+     ...);
+    auto entry_fixed = [](auto k) {
+      if constexpr (decltype(k)::value == kind::vector) return fixed_rows<n>;
+      else return 0;
+    };
+    const auto in_f = in_dims(entry_fixed(std::integral_constant<kind, K>{})...);
+    const auto in_t = in_dims((static_cast<void>(K), 0)...);
+    STATIC_REQUIRE(tower::detail::fused_fixed::applies<decltype(grad_all<A>(loss_f)), decltype(in_f),
+                                                       std::conditional_t<true, tensor<double>, std::integral_constant<kind, K>>...>());
+    auto batched_args = [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tie(batched_[I]...); }(std::make_index_sequence<A>{});
+    auto per_f = std::apply(tower::vmap(grad_all<A>(loss_f), in_f), batched_args);
+    auto per_t = std::apply(tower::vmap(grad_t, in_t), batched_args);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (require_close(component<I, A>(per_f), component<I, A>(per_t), 1e-12), ...);
+    }(std::make_index_sequence<A>{});
+    count("fixed vmap(grad)");
+  }
+}
+
+/// Checks every sample of every row of a table (a std::tuple of rows), and each row's forms on
+/// tw::fixed values.
+template <class Row>
+void check_row(const Row& r) {
+  for (std::size_t s = 0; s < r.samples.size(); ++s) check_sample(r, r.samples[s], static_cast<unsigned>(s + 1));
+  std::apply([&](auto... form) { (check_fixed(r, form, 1), ...); }, typename Row::fixed_forms{});
+}
 template <class Table>
 void check_table(const Table& table) {
-  std::apply([](const auto&... row) {
-    (
-        [&] {
-          for (std::size_t s = 0; s < row.samples.size(); ++s) check_sample(row, row.samples[s], static_cast<unsigned>(s + 1));
-        }(),
-        ...);
-  }, table);
+  std::apply([](const auto&... r) { (check_row(r), ...); }, table);
 }
 
 }  // namespace tower::testing

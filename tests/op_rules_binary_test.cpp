@@ -18,9 +18,12 @@ std::vector<sampler<2>> binary(double lo, double hi) {
           uniform<2>({shape_t{}, shape_t{2, 2}}, lo, hi),   uniform<2>({shape_t{}, shape_t{}}, lo, hi)};
 }
 
+/// The row, on tw::fixed values too: two 3-vectors, a number on either side, a size-1 vector.
 template <class Op>
 auto binary_row(const char* name, Op op, double lo, double hi) {
-  return with_scalars(prim<2>(name, op, binary(lo, hi)));
+  using enum kind;
+  return with_fixed<on_fixed<vector, vector>, on_fixed<vector, number>, on_fixed<number, vector>, on_fixed<single, vector>>(
+      with_scalars(prim<2>(name, op, binary(lo, hi))), lo, hi);
 }
 
 }  // namespace
@@ -33,5 +36,6 @@ TEST_CASE("elementwise binary ops: every rule, both paths") {
                               binary_row("minimum", tw::minimum_op{}, -2, 2), binary_row("atan2", tw::atan2_op{}, 0.3, 2)));
   counter().report("binary");
   REQUIRE(counter().total() > 500);
+  REQUIRE(counter().per_rule["fixed vmap(grad)"] == 8 * 4);
 }
 
