@@ -13,6 +13,9 @@
 //   vmap(grad) against a loop of grad;
 //   forms      vmap and vmap(grad) in every physical form (batching rules, packets, the
 //              per-example loop, the runtime path's traced program) against loops;
+//   batch 1    vmap and vmap(grad) of one example, both paths (the runtime path runs one-element
+//              values as kernels on doubles), against f on the example;
+//   traced     for rows marked so: the runtime path's automatic form ran the traced program;
 //   scalars    for rows marked so: double arguments under grad and grad(grad), both paths;
 //   fixed      for rows marked so (with_fixed): the row on tw::fixed values (3-vectors, numbers,
 //              size-1 vectors) against tensors: values, grad (tape-free against the tape), grad
@@ -70,6 +73,7 @@ struct op_row {
   Op op{};
   double tol = 1e-5;        // finite-difference tolerance (relative)
   double fixed_lo = -1, fixed_hi = 1;  // where the fixed forms draw their inputs
+  bool traced = false;  // the runtime path's automatic vmap must run the traced program (see traced())
 };
 
 template <std::size_t N>
@@ -95,19 +99,28 @@ auto prim(std::string name, Op op, std::vector<sampler<N>> s, double tol = 1e-5)
 /// The row, also checked with double arguments on its rank-0 samples.
 template <std::size_t N, class F, class Op, bool S, bool Fl, class Fx>
 op_row<N, F, Op, true, Fl, Fx> with_scalars(op_row<N, F, Op, S, Fl, Fx> r) {
-  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.fixed_lo, r.fixed_hi};
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.fixed_lo, r.fixed_hi, r.traced};
 }
 
 /// The row, also checked on tw::fixed values in each of Forms (fixed_form), inputs in [lo, hi].
 template <class... Forms, std::size_t N, class F, class Op, bool S, bool Fl, class Fx>
 op_row<N, F, Op, S, Fl, std::tuple<Forms...>> with_fixed(op_row<N, F, Op, S, Fl, Fx> r, double lo = -1, double hi = 1) {
-  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, lo, hi};
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, lo, hi, r.traced};
+}
+
+/// The row, whose vmap and vmap(grad) on the runtime path must run as the traced program
+/// (transforms/runtime_fusion.hpp) under strategy::automatic: an elementwise op that lost its
+/// fused form would still give the right numbers, by batching rules, and fail here.
+template <class Row>
+Row traced(Row r) {
+  r.traced = true;
+  return r;
 }
 
 /// The row without the float-kernel check (for functions that build double constants).
 template <std::size_t N, class F, class Op, bool S, bool Fl, class Fx>
 op_row<N, F, Op, S, false, Fx> doubles_only(op_row<N, F, Op, S, Fl, Fx> r) {
-  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.fixed_lo, r.fixed_hi};
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.fixed_lo, r.fixed_hi, r.traced};
 }
 
 /// Independent uniform samples of the given shapes in [lo, hi].
@@ -371,10 +384,11 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
   // on the static path the automatic choice, batching rules, packets of 8 examples (several
   // packets and a short one, each computing into its rows of the output) and the per-example
   // loop; on the runtime path the automatic choice (the traced program wherever f traces),
-  // batching rules and packets. Every argument batched at dim 0; 70 examples: more than one
-  // block of 64 lanes of the traced program, and a tail.
+  // batching rules and packets. Every argument batched at dim 0; 300 examples: a block of 256
+  // lanes of the traced program and a short one, four blocks of 64 of the per-example loop and
+  // a tail.
   {
-    constexpr std::int64_t Bf = 70;
+    constexpr std::int64_t Bf = 300;
     std::vector<inputs<N>> exf;
     for (std::int64_t b = 0; b < Bf; ++b) exf.push_back(draw(seed + 3000 + static_cast<unsigned>(b)));
     inputs<N> in;
@@ -391,12 +405,24 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
     }
     const tensor<double> expect = stack(rows);
     // The forms every path has, then `loop...` (the static path's per-example loop).
-    auto forms = [&](const char* path, const auto& fn, const auto& gn, auto... loop) {
+    // On the runtime path, `must_trace` (the row is traced()) requires the automatic form to
+    // run the traced program.
+    auto forms = [&](const char* path, bool must_trace, const auto& fn, const auto& gn, auto... loop) {
+      auto traced_if_automatic = [&](const char* form) {
+        if (!must_trace || std::string(form) != "automatic") return;
+        INFO("refusal: " << dyn::last_fusion().refusal);
+        REQUIRE(dyn::last_fusion().fused);
+        count("traced");
+      };
       auto one = [&](const char* form, auto... opt) {
         INFO(path << " vmap, " << form);
+        dyn::last_fusion() = {};
         require_close(as_tensor(std::apply(tower::vmap(fn, opt...), in)), expect, 1e-12);
+        traced_if_automatic(form);
         INFO(path << " vmap(grad), " << form);
+        dyn::last_fusion() = {};
         const inputs<N> pg = grads_array<N>(std::apply(tower::vmap(grad_all<N>(gn), opt...), in));
+        traced_if_automatic(form);
         for (std::size_t i = 0; i < N; ++i) {
           if (!r.diff[i]) continue;
           std::vector<tensor<double>> gi;
@@ -410,8 +436,60 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
       one("packets", tower::strategy::packets, tower::chunk_size(8));
       (one("per-example loop", loop), ...);
     };
-    forms("static", f, loss, tower::strategy::fused);
-    forms("runtime", erase<N>(f), loss_rt);
+    forms("static", false, f, loss, tower::strategy::fused);
+    forms("runtime", r.traced, erase<N>(f), loss_rt);
+    // A traced row with the first argument batched and the others not: the traced program
+    // broadcasts the unbatched values against the lanes (and may grow their shape).
+    if constexpr (N >= 2) {
+      if (r.traced) {
+        INFO("runtime vmap, automatic, only the first argument batched");
+        inputs<N> first_only = exf[0];
+        first_only[0] = in[0];
+        std::vector<tensor<double>> rows_first;
+        for (const auto& e : exf) {
+          inputs<N> xb = exf[0];
+          xb[0] = e[0];
+          rows_first.push_back(as_tensor(std::apply(f, xb)));
+        }
+        dyn::last_fusion() = {};
+        std::array<std::int64_t, N> zero_dims{};
+        require_close(as_tensor(std::apply(tower::vmap(erase<N>(f), make_in_dims<1u, N>(zero_dims)), first_only)), stack(rows_first), 1e-12);
+        INFO("refusal: " << dyn::last_fusion().refusal);
+        REQUIRE(dyn::last_fusion().fused);
+        count("traced");
+      }
+    }
+  }
+
+  // batch 1: one example, every argument batched, then (two or more arguments) only the first;
+  // vmap and vmap(grad) on both paths against f and grad on the example.
+  {
+    INFO("vmap at batch size 1");
+    inputs<N> in1;
+    for (std::size_t i = 0; i < N; ++i) in1[i] = stack({x[i]});
+    const tensor<double> expect1 = stack({y});
+    auto both_paths = [&](const auto& dims, const inputs<N>& args) {
+      require_close(as_tensor(std::apply(tower::vmap(f, dims), args)), expect1, 1e-12);
+      require_close(as_tensor(std::apply(tower::vmap(erase<N>(f), dims), args)), expect1, 1e-12);
+      count("batch 1");
+      count("runtime");
+    };
+    std::array<std::int64_t, N> zero_dims{};
+    both_paths(make_in_dims<(1u << N) - 1, N>(zero_dims), in1);
+    if constexpr (N >= 2) {
+      inputs<N> first_only = x;
+      first_only[0] = in1[0];
+      both_paths(make_in_dims<1u, N>(zero_dims), first_only);
+    }
+    const inputs<N> pg = grads_array<N>(std::apply(tower::vmap(grad_all<N>(loss)), in1));
+    const inputs<N> pr = grads_array<N>(std::apply(tower::vmap(grad_all<N>(loss_rt)), in1));
+    for (std::size_t i = 0; i < N; ++i) {
+      if (!r.diff[i]) continue;
+      require_close(pg[i], stack({g[i]}), 1e-12);
+      require_close(pr[i], pg[i], 1e-12);
+    }
+    count("batch 1");
+    count("runtime");
   }
 
   // scalars: double arguments, grad and grad(grad) against finite differences, both paths.

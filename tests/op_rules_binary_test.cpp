@@ -23,7 +23,7 @@ template <class Op>
 auto binary_row(const char* name, Op op, double lo, double hi) {
   using enum kind;
   return with_fixed<on_fixed<vector, vector>, on_fixed<vector, number>, on_fixed<number, vector>, on_fixed<single, vector>>(
-      with_scalars(prim<2>(name, op, binary(lo, hi))), lo, hi);
+      traced(with_scalars(prim<2>(name, op, binary(lo, hi)))), lo, hi);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ std::vector<sampler<1>> unary(double lo, double hi) {
 
 template <class Op>
 auto unary_row(const char* name, Op op, double lo, double hi) {
-  return with_scalars(prim<1>(name, op, unary(lo, hi)));
+  return traced(with_scalars(prim<1>(name, op, unary(lo, hi))));
 }
 
 }  // namespace
@@ -46,7 +46,7 @@ TEST_CASE("elementwise unary ops (exp, log, powers): every rule, both paths") {
 TEST_CASE("compositions with scalar operands on either side: every rule, both paths") {
   counter() = {};
   auto comp = [](const char* name, auto f, double lo, double hi) {
-    return with_scalars(row<1>(name, f, unary(lo, hi)));
+    return traced(with_scalars(row<1>(name, f, unary(lo, hi))));
   };
   check_table(std::make_tuple(comp("add scalar", [](auto x) { return x + 1.5; }, -2, 2),
                               comp("scalar sub", [](auto x) { return 1.5 - x; }, -2, 2),

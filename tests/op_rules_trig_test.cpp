@@ -19,7 +19,7 @@ std::vector<sampler<1>> unary(double lo, double hi) {
 /// The row, on tw::fixed values too (a 3-vector in [fixed_lo, fixed_hi]); Deep: with the deep checks.
 template <bool Deep = false, class Op>
 auto unary_row(const char* name, Op op, double lo, double hi, double fixed_lo = -1, double fixed_hi = 1) {
-  return with_fixed<fixed_form<Deep, kind::vector>>(with_scalars(prim<1>(name, op, unary(lo, hi))), fixed_lo, fixed_hi);
+  return with_fixed<fixed_form<Deep, kind::vector>>(traced(with_scalars(prim<1>(name, op, unary(lo, hi)))), fixed_lo, fixed_hi);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // The runtime path's fused vmap (transforms/runtime_fusion.hpp): f traced once, then run as a
-// per-example program on lanes of examples. Every elementwise op and every linear layout op,
-// alone and under grad, hessian, jacrev and jacfwd, must give what the batching rules give
+// per-example program on lanes of examples. Every linear layout op and reduction, and compositions
+// under grad, hessian, jacrev and jacfwd, must give what the batching rules give
 // (strategy::batched, the same binary) on a batch that is not a whole number of blocks; ops with
-// no fused form, small batches and inner vmaps must fall back and still give those values.
+// no fused form, small batches and inner vmaps must fall back and still give those values. (Each
+// elementwise op: the op checker's traced rows, tests/op_checker.hpp.)
 // Only the runtime path is instantiated, to keep this file quick to compile.
 #include <algorithm>
 #include <cmath>
@@ -15,7 +16,6 @@
 #include <vector>
 
 #include "tests/check.hpp"
-#include "tests/elementwise_ops.hpp"
 
 namespace tw = tower;
 using tw::tensor;
@@ -50,50 +50,7 @@ void require_fused_matches(const std::string& what, Run run, double tol = 1e-14)
   tw::testing::require_close(fused, batched, tol);
 }
 
-template <class F>
-void check_unary(const std::string& name, F f, double lo, double hi) {
-  fn1 erased = [f](value x) { return f(x); };
-  fn1 loss = [f](value x) { return tw::sum(f(x) * f(x)); };
-  for (const tw::shape_t& s : {tw::shape_t{B}, tw::shape_t{B, 3}, tw::shape_t{B, 2, 3}}) {
-    const tensor<double> X = uniform(s, lo, hi, 1);
-    const std::string at = name + " on rank " + std::to_string(s.size());
-    require_fused_matches(at, [&](auto st) { return tw::vmap(erased, st)(X); });
-    require_fused_matches(at + ", grad", [&](auto st) { return tw::vmap(tw::grad(loss), st)(X); });
-  }
-}
-
-template <class F>
-void check_binary(const std::string& name, F f, double lo, double hi) {
-  fn2 erased = [f](value x, value y) { return f(x, y); };
-  fn2 loss = [f](value x, value y) { return tw::sum(f(x, y)); };
-  const tensor<double> X = uniform({B, 3}, lo, hi, 2), Y = uniform({B, 3}, lo, hi, 3), Yrow = uniform({B}, lo, hi, 4);
-  const tensor<double> c = uniform({3}, lo, hi, 5), C = uniform({2, 1}, lo, hi, 6);
-  require_fused_matches(name + ", both batched", [&](auto st) { return tw::vmap(erased, st)(X, Y); });
-  require_fused_matches(name + ", [3] and []", [&](auto st) { return tw::vmap(erased, st)(X, Yrow); });
-  require_fused_matches(name + ", unbatched [3]", [&](auto st) { return tw::vmap(erased, tw::in_dims(tw::none, 0), st)(c, Y); });
-  require_fused_matches(name + ", unbatched [2, 1] grows the shape",
-                        [&](auto st) { return tw::vmap(erased, tw::in_dims(0, tw::none), st)(X, C); });
-  require_fused_matches(name + ", grad", [&](auto st) { return tw::vmap(tw::grad(loss), st)(X, Y); });
-  require_fused_matches(name + ", grad of the second", [&](auto st) { return tw::vmap(tw::grad(loss, tw::argnums<1>), st)(X, Yrow); });
-}
-
 }  // namespace
-
-TEST_CASE("fused runtime vmap: every elementwise op gives the batching rules' values") {
-#define UNARY(OP, POINT, LO, HI) check_unary(#OP, [](auto x) { return tw::OP(x); }, LO, HI);
-  TOWER_TEST_UNARY_OPS(UNARY)
-#undef UNARY
-  check_unary("ones_like", [](auto x) { return tw::ones_like(x) * x; }, -2, 2);
-  check_unary("zeros_like", [](auto x) { return tw::zeros_like(x) + x; }, -2, 2);
-  check_unary("full_like", [](auto x) { return tw::full_like(x, 2.5) * x; }, -2, 2);
-#define BINARY(OP, LO, HI) check_binary(#OP, [](auto x, auto y) { return tw::OP(x, y); }, LO, HI);
-  TOWER_TEST_BINARY_OPS(BINARY)
-#undef BINARY
-#define COMPARE(OP) check_binary(#OP, [](auto x, auto y) { return tw::OP(x, y) * x; }, -2, 2);
-  TOWER_TEST_COMPARE_OPS(COMPARE)
-#undef COMPARE
-  check_binary("where", [](auto x, auto y) { return tw::where(tw::gt(x, y), x * y, y - x); }, -2, 2);
-}
 
 TEST_CASE("fused runtime vmap: layout ops and reductions move and add registers") {
   const tensor<double> X = uniform({B, 2, 3}, -2, 2, 7);
