@@ -203,17 +203,6 @@ constexpr std::int64_t example_width() {
   else return 1;
 }
 
-/// The loop: example b's arguments loaded from the batched tensors, grad's tape-free body, the
-/// results stored. Blocks of 64 examples keep the inner loop's trip count fixed (GCC vectorises
-/// such loops at -O2); `flatten` inlines f and every op into it.
-///
-/// Each loop over examples is one more copy of f's inlined body for the optimiser, which is most
-/// of the compile time of a vmap over a second-order transform (per-example Hessians). Their
-/// body is compiled once: the last block overlaps the one before it (examples are independent,
-/// so those computed twice are stored twice with the same numbers), and a batch of fewer than 64
-/// examples runs as one block whose extra examples repeat the last one and are not stored.
-/// A first-order body is cheap to compile and may be called on one example (vmap at batch size
-/// 1), so it keeps a loop for the remainder.
 /// The loop over examples alone, flattened: f's body and the stores are inlined into it, while
 /// the set-up and the results around it (allocation, padding, movedim) stay ordinary calls, so
 /// each instantiation of the loop (one per candidate row size) carries f's body and little else.
@@ -233,6 +222,17 @@ TOWER_NO_ALIAS_LOOP
     for (; i < n; ++i) put(i);
 }
 
+/// The loop: example b's arguments loaded from the batched tensors, grad's tape-free body, the
+/// results stored. Blocks of 64 examples keep the inner loop's trip count fixed (GCC vectorises
+/// such loops at -O2); run_blocks, flattened, inlines f and every op into it.
+///
+/// Each loop over examples is one more copy of f's inlined body for the optimiser, which is most
+/// of the compile time of a vmap over a second-order transform (per-example Hessians). Their
+/// body is compiled once: the last block overlaps the one before it (examples are independent,
+/// so those computed twice are stored twice with the same numbers), and a batch of fewer than 64
+/// examples runs as one block whose extra examples repeat the last one and are not stored.
+/// A first-order body is cheap to compile and may be called on one example (vmap at batch size
+/// 1), so it keeps a loop for the remainder.
 template <class F, class InDims, class OutDims, class... A>
 auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
   constexpr std::int64_t block = 64;
