@@ -148,6 +148,7 @@ TOWER_DECLARE_OP(where)
   TOWER_UNARY_OP_BASE(NAME, kernels::map_math<kernels::vmath::NAME##_fn>(x), VJP, JVP, using vmath_fn = kernels::vmath::NAME##_fn;)
 #define TOWER_MATH_OP_D(NAME, D) TOWER_MATH_OP(NAME, g * (D), t * (D))
 
+// clang-format off
 // name         kernel                                    derivative (x: input, out: result)
 TOWER_UNARY_OP(neg,         -v,                                    -g,                       -t)
 // sign(NaN) is NaN, as NumPy and JAX (torch's kernel gives 0, pytorch#41245; NaN propagates in
@@ -175,6 +176,7 @@ TOWER_UNARY_OP_D(softplus,  v > 20 ? v : std::log1p(std::exp(v)),  sigmoid(x))
 TOWER_UNARY_OP_D(relu,      v <= 0 ? 0 : v, /* NaN stays NaN */    gt(x, 0.0))
 TOWER_MATH_OP_D(erf,        /* libmvec */                          exp(-(x * x)) * 1.1283791670955126)
 TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
+// clang-format on
 
 #undef TOWER_MATH_OP_D
 #undef TOWER_MATH_OP
@@ -287,6 +289,7 @@ auto shaped_like(T t, const O& out) {
 }
 }  // namespace detail
 
+// clang-format off
 // name  kernel   VJP wrt a      VJP wrt b            JVP
 TOWER_BINARY_OP(add, x + y,  g,            g,                   detail::shaped_like(ta + tb, out))
 TOWER_BINARY_OP(sub, x - y,  g,            -g,                  detail::shaped_like(ta - tb, out))
@@ -301,6 +304,7 @@ TOWER_BINARY_OP(minimum, x < y || x != x ? x : y,  g * detail::max_share(b, a), 
                 ta * detail::max_share(b, a) + tb * detail::max_share(a, b))
 TOWER_BINARY_OP(atan2, std::atan2(x, y),  g * b / (a * a + b * b),  -(g * a) / (a * a + b * b),
                 (ta * b - tb * a) / (a * a + b * b))
+// clang-format on
 
 #undef TOWER_BINARY_OP
 
