@@ -46,7 +46,13 @@ TEST_CASE("shape_t: every operation matches std::vector, inline and on the heap"
           m.insert(m.begin() + static_cast<std::ptrdiff_t>(at), items.begin(), items.end());
           break;
         }
-        case 6: { shape_t c(s); s = shape_t{}; require_same(c, m); s = c; break; }                    // copy out and back
+        case 6: {  // copy out and back
+          shape_t c(s);
+          s = shape_t{};
+          require_same(c, m);
+          s = c;
+          break;
+        }
         case 7: {  // move out, reuse the moved-from shape past the inline entries, move back
           shape_t c(std::move(s));
           require_same(c, m);

@@ -106,10 +106,12 @@ auto raise() {
 //   TOWER_DIAGNOSE_NN(V, W, PRE, MID, POST, FIXED, MESSAGE, types...): PRE "<V>" MID "<W>" POST
 //   TOWER_DIAGNOSE_FOR_N / _NN: the same, after the transform's name (as TOWER_DIAGNOSE_FOR).
 #if defined(__clang__)
+// clang-format off
 #define TOWER_DIGITS_(X, ...) X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__) X(4, __VA_ARGS__) \
   X(5, __VA_ARGS__) X(6, __VA_ARGS__) X(7, __VA_ARGS__) X(8, __VA_ARGS__)
 #define TOWER_DIGITS2_(X, ...) X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__) X(4, __VA_ARGS__) \
   X(5, __VA_ARGS__) X(6, __VA_ARGS__) X(7, __VA_ARGS__) X(8, __VA_ARGS__)
+// clang-format on
 #define TOWER_NUMBERED_(N, V, PRE, POST, ...) \
   if constexpr ((V) == N) static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, PRE #N POST); else
 #define TOWER_NUMBERED2_(M, N, V, W, PRE, MID, POST, ...) \
