@@ -37,7 +37,9 @@ void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noe
   const std::size_t al = static_cast<std::size_t>(a);
   return std::aligned_alloc(al, (n + al - 1) / al * al);
 }
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t& t) noexcept { return ::operator new(n, a, t); }
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t& t) noexcept {
+  return ::operator new(n, a, t);
+}
 void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }

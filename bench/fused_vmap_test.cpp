@@ -15,7 +15,8 @@ namespace {
 
 tensor<double> sample(shape_t s, double lo, double hi, unsigned seed) {
   std::vector<double> v(static_cast<std::size_t>(tw::numel_of(s)));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = lo + (hi - lo) * (0.5 + 0.5 * std::sin(1.7 * static_cast<double>(i) + seed));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = lo + (hi - lo) * (0.5 + 0.5 * std::sin(1.7 * static_cast<double>(i) + seed));
   return tensor<double>(s, v);
 }
 
@@ -95,13 +96,15 @@ TEST_CASE("packets of examples agree with the whole batch") {
   const auto in = tw::in_dims(tw::none, 0, 0);
   const tensor<double> b = tw::vmap(tw::grad(logistic), in, tw::strategy::batched)(w, X, Y);
   require_same(tw::vmap(tw::grad(logistic), in, tw::strategy::packets)(w, X, Y), b);  // 3 packets, the last one short
-  require_same(tw::vmap(tw::grad(logistic), in)(w, X, Y), b);                          // automatic
+  require_same(tw::vmap(tw::grad(logistic), in)(w, X, Y), b);                         // automatic
 
   const tensor<double> Xt = tw::movedim(X, 0, 1);
-  require_same(tw::vmap(tw::grad(logistic), tw::in_dims(tw::none, 1, 0), tw::out_dims(1), tw::strategy::packets)(w, Xt, Y),
-               tw::movedim(b, 0, 1));
+  require_same(
+      tw::vmap(tw::grad(logistic), tw::in_dims(tw::none, 1, 0), tw::out_dims(1), tw::strategy::packets)(w, Xt, Y),
+      tw::movedim(b, 0, 1));
 
-  const tensor<double> P = sample({9000}, 0.6, 1.4, 18), Q = sample({9000}, 0.6, 1.4, 19), R = sample({9000}, -1.4, -0.6, 20);
+  const tensor<double> P = sample({9000}, 0.6, 1.4, 18), Q = sample({9000}, 0.6, 1.4, 19),
+                       R = sample({9000}, -1.4, -0.6, 20);
   const auto f = tw::vmap(tw::grad(lj, tw::argnums<0, 2>), tw::strategy::packets)(P, Q, R);
   const auto g = tw::vmap(tw::grad(lj, tw::argnums<0, 2>), tw::strategy::batched)(P, Q, R);
   require_same(std::get<0>(f), std::get<0>(g));
@@ -149,8 +152,16 @@ TEST_CASE("fused vmap raises the batched form's errors") {
   const tensor<double> a = sample({3}, 0, 1, 13), b = sample({4}, 0, 1, 14);
   auto add = [](auto x, auto y) { return x + y; };
   std::string fused_msg, batched_msg;
-  try { (void)tw::vmap(add, tw::strategy::fused)(a, b); } catch (const tw::error& e) { fused_msg = e.what(); }
-  try { (void)tw::vmap(add, tw::strategy::batched)(a, b); } catch (const tw::error& e) { batched_msg = e.what(); }
+  try {
+    (void)tw::vmap(add, tw::strategy::fused)(a, b);
+  } catch (const tw::error& e) {
+    fused_msg = e.what();
+  }
+  try {
+    (void)tw::vmap(add, tw::strategy::batched)(a, b);
+  } catch (const tw::error& e) {
+    batched_msg = e.what();
+  }
   CHECK_FALSE(fused_msg.empty());
   CHECK(fused_msg == batched_msg);
 }
@@ -198,7 +209,8 @@ TEST_CASE("tape-free grad: nesting, no_grad, has_aux, argnums and unbatched numb
   // grad under an outer no_grad still differentiates (functorch's grad enables grad mode).
   {
     tw::no_grad off;
-    require_same(tw::vmap(tw::grad(chain), tw::strategy::fused)(X), tw::vmap(tw::grad(chain), tw::strategy::batched)(X));
+    require_same(tw::vmap(tw::grad(chain), tw::strategy::fused)(X),
+                 tw::vmap(tw::grad(chain), tw::strategy::batched)(X));
   }
 
   // has_aux: the aux value comes back as a plain number per example.
@@ -241,7 +253,7 @@ TEST_CASE("tape-free grad runs loops and reassignments (its values keep one type
   auto looped = [](auto x, auto y) {
     auto acc = x * 0.0;
     for (int i = 1; i <= 4; ++i) acc = acc + tw::sin(x * static_cast<double>(i)) * y;  // y sum_i sin(i x)
-    x = x * 2.0;                                                                          // reassigned argument
+    x = x * 2.0;                                                                       // reassigned argument
     return acc + x * y;
   };
   static_assert(decltype(tw::grad(looped, tw::argnums<0, 1>))::forward_ok<double, double>());
@@ -256,6 +268,7 @@ TEST_CASE("tape-free grad runs loops and reassignments (its values keep one type
     REQUIRE(gy(b) == Approx(dy).epsilon(1e-13));
   }
   // A function that ignores an argument: its gradient is +0.0, as on the tape.
-  const auto [g0, g1] = tw::vmap(tw::grad([](auto x, auto) { return x * x; }, tw::argnums<0, 1>), tw::strategy::fused)(X, Y);
+  const auto [g0, g1] =
+      tw::vmap(tw::grad([](auto x, auto) { return x * x; }, tw::argnums<0, 1>), tw::strategy::fused)(X, Y);
   for (std::int64_t b = 0; b < X.numel(); ++b) REQUIRE(!std::signbit(g1(b)));
 }

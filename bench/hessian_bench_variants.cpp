@@ -77,7 +77,8 @@ void bm_eigen(benchmark::State& st) {
       }
       const outer y = f_peer(v);
       for (int i = 0; i < N; ++i)
-        for (int j = 0; j < N; ++j) H[static_cast<std::size_t>(b * N * N + i * N + j)] = y.derivatives()(i).derivatives()(j);
+        for (int j = 0; j < N; ++j)
+          H[static_cast<std::size_t>(b * N * N + i * N + j)] = y.derivatives()(i).derivatives()(j);
     }
   };
   run();
@@ -101,7 +102,8 @@ void bm_adolc(benchmark::State& st) {
       hessian(5, N, const_cast<double*>(D.X.data() + b * N), h);  // lower triangle
       for (int i = 0; i < N; ++i)
         for (int j = 0; j <= i; ++j)
-          H[static_cast<std::size_t>(b * N * N + i * N + j)] = H[static_cast<std::size_t>(b * N * N + j * N + i)] = h[i][j];
+          H[static_cast<std::size_t>(b * N * N + i * N + j)] = H[static_cast<std::size_t>(b * N * N + j * N + i)] =
+              h[i][j];
     }
   };
   run();
@@ -115,7 +117,9 @@ void bm_adolc(benchmark::State& st) {
 BENCHMARK(bm_adolc)->Name("hessian_r8/adolc")->Unit(benchmark::kMillisecond);
 #endif
 
-BENCHMARK(bm_tower_static<tw::strategy::batched_t>)->Name("hessian_r8/tower_static_batched")->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_static<tw::strategy::batched_t>)
+    ->Name("hessian_r8/tower_static_batched")
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_runtime)->Name("hessian_r8/tower_runtime")->Unit(benchmark::kMillisecond);
 #if TOWER_BENCH_HAVE_SACADO
 BENCHMARK(bm_forward_forward<Sacado::Fad::SFad<double, N>, Sacado::Fad::SFad<Sacado::Fad::SFad<double, N>, N>>)

@@ -61,10 +61,16 @@ void bm_hand(benchmark::State& st) {
 auto layer = [](auto A) { return [A](auto x) { return tw::tanh(tw::matmul(A, x)); }; };
 
 struct by_jacrev {
-  template <class F> auto operator()(F f) const { return tw::jacrev(std::move(f)); }
+  template <class F>
+  auto operator()(F f) const {
+    return tw::jacrev(std::move(f));
+  }
 };
 struct by_jacfwd {
-  template <class F> auto operator()(F f) const { return tw::jacfwd(std::move(f)); }
+  template <class F>
+  auto operator()(F f) const {
+    return tw::jacfwd(std::move(f));
+  }
 };
 
 template <class Mode>
@@ -135,9 +141,7 @@ void bm_adolc(benchmark::State& st) {
   }
   double** J = myalloc2(N, N);
   std::vector<double> flat(D.ref.size());
-  auto run = [&] {
-    jacobian(tag, N, N, D.x.data(), J);
-  };
+  auto run = [&] { jacobian(tag, N, N, D.x.data(), J); };
   run();
   for (int i = 0; i < N; ++i)
     for (int j = 0; j < N; ++j) flat[static_cast<std::size_t>(i * N + j)] = J[i][j];
@@ -163,7 +167,9 @@ BENCHMARK(bm_forward<peers::eigen_ad<N>>)->Name("jacobian_tanh_64/eigen_autodiff
 BENCHMARK(bm_forward<ceres::Jet<double, N>>)->Name("jacobian_tanh_64/ceres_jet")->Unit(benchmark::kMicrosecond);
 #endif
 #if TOWER_BENCH_HAVE_SACADO
-BENCHMARK(bm_forward<Sacado::Fad::SFad<double, N>>)->Name("jacobian_tanh_64/sacado_sfad")->Unit(benchmark::kMicrosecond);
+BENCHMARK(bm_forward<Sacado::Fad::SFad<double, N>>)
+    ->Name("jacobian_tanh_64/sacado_sfad")
+    ->Unit(benchmark::kMicrosecond);
 #endif
 
 }  // namespace

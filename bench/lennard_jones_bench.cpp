@@ -52,10 +52,10 @@ auto energy_xyz = [](auto x, auto y, auto z) {
 };
 
 struct data {
-  tw::tensor<double> R;        // [B, 3]
-  tw::tensor<double> X, Y, Z;  // [B] each: the same coordinates
-  std::vector<double> ref;     // hand-written gradient, [B, 3]
-  std::vector<double> ref_xyz; // the same, as gx | gy | gz
+  tw::tensor<double> R;         // [B, 3]
+  tw::tensor<double> X, Y, Z;   // [B] each: the same coordinates
+  std::vector<double> ref;      // hand-written gradient, [B, 3]
+  std::vector<double> ref_xyz;  // the same, as gx | gy | gz
 };
 
 // dE/dr = dE/ds ds/dr = 4 (6 s^5 - 3 s^2) (-2 s^2 r) = (24 s^4 - 48 s^7) r.
@@ -72,7 +72,8 @@ void hand(const double* __restrict R, double* __restrict G, std::int64_t n = B) 
   }
 }
 
-void hand_xyz(const double* __restrict X, const double* __restrict Y, const double* __restrict Z, double* __restrict G) {
+void hand_xyz(const double* __restrict X, const double* __restrict Y, const double* __restrict Z,
+              double* __restrict G) {
 #pragma omp simd
   for (std::int64_t b = 0; b < B; ++b) {
     const double x = X[b], y = Y[b], z = Z[b];
@@ -96,8 +97,12 @@ data& get() {
       y[static_cast<std::size_t>(b)] = v[static_cast<std::size_t>(3 * b + 1)];
       z[static_cast<std::size_t>(b)] = v[static_cast<std::size_t>(3 * b + 2)];
     }
-    data d{tw::tensor<double>({B, 3}, std::move(v)), tw::tensor<double>(x), tw::tensor<double>(y), tw::tensor<double>(z),
-           std::vector<double>(static_cast<std::size_t>(3 * B)), std::vector<double>(static_cast<std::size_t>(3 * B))};
+    data d{tw::tensor<double>({B, 3}, std::move(v)),
+           tw::tensor<double>(x),
+           tw::tensor<double>(y),
+           tw::tensor<double>(z),
+           std::vector<double>(static_cast<std::size_t>(3 * B)),
+           std::vector<double>(static_cast<std::size_t>(3 * B))};
     hand(d.R.data(), d.ref.data());
     hand_xyz(d.X.data(), d.Y.data(), d.Z.data(), d.ref_xyz.data());
     return d;
@@ -194,7 +199,8 @@ void bm_tower_runtime_cached(benchmark::State& st) {
   const tw::tensor<double> R({B_cached, 3}, std::vector<double>(D.R.data(), D.R.data() + 3 * B_cached));
   std::function<tw::dyn::value(tw::dyn::value)> erased = [](tw::dyn::value r) { return energy(r); };
   auto forces = tw::vmap(tw::grad(erased));
-  check_close("tower runtime, cached", forces(R).to_tensor().data(), D.ref.data(), static_cast<std::size_t>(3 * B_cached));
+  check_close("tower runtime, cached", forces(R).to_tensor().data(), D.ref.data(),
+              static_cast<std::size_t>(3 * B_cached));
   for (auto _ : st) {
     const tw::tensor<double> g = forces(R).to_tensor();
     benchmark::DoNotOptimize(g.data());
@@ -236,7 +242,10 @@ void bm_tower_runtime_xyz(benchmark::State& st) {
   {
     auto [gx, gy, gz] = forces(D.X, D.Y, D.Z);
     std::vector<double> G(gx.to_tensor().values());
-    for (const auto* g : {&gy, &gz}) { auto t = g->to_tensor(); G.insert(G.end(), t.data(), t.data() + B); }
+    for (const auto* g : {&gy, &gz}) {
+      auto t = g->to_tensor();
+      G.insert(G.end(), t.data(), t.data() + B);
+    }
     check_close("tower runtime xyz", G.data(), D.ref_xyz.data(), D.ref_xyz.size());
   }
   for (auto _ : st) {
@@ -285,12 +294,22 @@ BENCHMARK(bm_hand_cached)->Name("lennard_jones_4096/hand")->Unit(benchmark::kMic
 BENCHMARK(bm_tower_static_fixed_cached)->Name("lennard_jones_4096/tower_static_fixed")->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_tower_runtime_cached)->Name("lennard_jones_4096/tower_runtime")->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_hand_xyz)->Name("lennard_jones_xyz/hand")->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_tower_xyz<tw::strategy::automatic_t>)->Name("lennard_jones_xyz/tower_static")->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_tower_xyz<tw::strategy::batched_t>)->Name("lennard_jones_xyz/tower_static_batched")->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_tower_xyz<tw::strategy::fused_t>)->Name("lennard_jones_xyz/tower_static_fused")->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_xyz<tw::strategy::automatic_t>)
+    ->Name("lennard_jones_xyz/tower_static")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_xyz<tw::strategy::batched_t>)
+    ->Name("lennard_jones_xyz/tower_static_batched")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_xyz<tw::strategy::fused_t>)
+    ->Name("lennard_jones_xyz/tower_static_fused")
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_runtime_xyz)->Name("lennard_jones_xyz/tower_runtime")->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_tower_static<tw::strategy::automatic_t>)->Name("lennard_jones/tower_static")->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_tower_static<tw::strategy::batched_t>)->Name("lennard_jones/tower_static_batched")->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_static<tw::strategy::automatic_t>)
+    ->Name("lennard_jones/tower_static")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_static<tw::strategy::batched_t>)
+    ->Name("lennard_jones/tower_static_batched")
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_static_fixed)->Name("lennard_jones/tower_static_fixed")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_runtime)->Name("lennard_jones/tower_runtime")->Unit(benchmark::kMillisecond);
 #if TOWER_BENCH_HAVE_EIGEN_AD
@@ -301,7 +320,9 @@ BENCHMARK(bm_forward<ceres::Jet<double, 3>>)->Name("lennard_jones/ceres_jet")->U
 #endif
 #if TOWER_BENCH_HAVE_SACADO
 BENCHMARK(bm_forward<Sacado::Fad::SFad<double, 3>>)->Name("lennard_jones/sacado_sfad")->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_forward<Sacado::ELRCacheFad::SFad<double, 3>>)->Name("lennard_jones/sacado_elrcachefad")->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_forward<Sacado::ELRCacheFad::SFad<double, 3>>)
+    ->Name("lennard_jones/sacado_elrcachefad")
+    ->Unit(benchmark::kMillisecond);
 #endif
 
 }  // namespace

@@ -26,8 +26,11 @@ struct data {
 };
 
 data make(std::int64_t d) {
-  data r{d, tw::tensor<double>(uniform(static_cast<std::size_t>(d), -0.5, 0.5, 1)),
-         tw::tensor<double>({B, d}, uniform(static_cast<std::size_t>(B * d), -1, 1, 2)), tw::tensor<double>(std::vector<double>()), {}};
+  data r{d,
+         tw::tensor<double>(uniform(static_cast<std::size_t>(d), -0.5, 0.5, 1)),
+         tw::tensor<double>({B, d}, uniform(static_cast<std::size_t>(B * d), -1, 1, 2)),
+         tw::tensor<double>(std::vector<double>()),
+         {}};
   auto y = uniform(B, -1, 1, 3);
   for (auto& v : y) v = v < 0 ? -1.0 : 1.0;
   r.Y = tw::tensor<double>(y);
@@ -163,22 +166,28 @@ void register_all() {
       benchmark::DoNotOptimize(G.data());
     }
   });
-  benchmark::RegisterBenchmark((w + "tower_static").c_str(), [](benchmark::State& st) { tower_static<tw::strategy::automatic_t>(st, D); });
-  benchmark::RegisterBenchmark((w + "tower_static_batched").c_str(), [](benchmark::State& st) { tower_static<tw::strategy::batched_t>(st, D); });
-  benchmark::RegisterBenchmark((w + "tower_static_fused").c_str(), [](benchmark::State& st) { tower_static<tw::strategy::fused_t>(st, D); });
+  benchmark::RegisterBenchmark((w + "tower_static").c_str(),
+                               [](benchmark::State& st) { tower_static<tw::strategy::automatic_t>(st, D); });
+  benchmark::RegisterBenchmark((w + "tower_static_batched").c_str(),
+                               [](benchmark::State& st) { tower_static<tw::strategy::batched_t>(st, D); });
+  benchmark::RegisterBenchmark((w + "tower_static_fused").c_str(),
+                               [](benchmark::State& st) { tower_static<tw::strategy::fused_t>(st, D); });
   if constexpr (N <= 32)
-    benchmark::RegisterBenchmark((w + "tower_static_fixed").c_str(), [](benchmark::State& st) { tower_static_fixed<N>(st, D); });
+    benchmark::RegisterBenchmark((w + "tower_static_fixed").c_str(),
+                                 [](benchmark::State& st) { tower_static_fixed<N>(st, D); });
   benchmark::RegisterBenchmark((w + "tower_runtime").c_str(), [](benchmark::State& st) { tower_runtime(st, D); });
 #if TOWER_BENCH_HAVE_EIGEN_AD
   benchmark::RegisterBenchmark((w + "eigen_autodiff").c_str(),
                                [](benchmark::State& st) { forward_peer<peers::eigen_ad<N>, N>(st, D, "eigen"); });
 #endif
 #if TOWER_BENCH_HAVE_CERES
-  benchmark::RegisterBenchmark((w + "ceres_jet").c_str(), [](benchmark::State& st) { forward_peer<ceres::Jet<double, N>, N>(st, D, "jet"); });
+  benchmark::RegisterBenchmark((w + "ceres_jet").c_str(),
+                               [](benchmark::State& st) { forward_peer<ceres::Jet<double, N>, N>(st, D, "jet"); });
 #endif
 #if TOWER_BENCH_HAVE_SACADO
-  benchmark::RegisterBenchmark((w + "sacado_sfad").c_str(),
-                               [](benchmark::State& st) { forward_peer<Sacado::Fad::SFad<double, N>, N>(st, D, "sfad"); });
+  benchmark::RegisterBenchmark((w + "sacado_sfad").c_str(), [](benchmark::State& st) {
+    forward_peer<Sacado::Fad::SFad<double, N>, N>(st, D, "sfad");
+  });
 #endif
 #if TOWER_BENCH_HAVE_ADOLC
   benchmark::RegisterBenchmark((w + "adolc").c_str(), [](benchmark::State& st) { adolc_peer<N>(st, D); });

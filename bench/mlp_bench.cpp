@@ -75,9 +75,12 @@ void hand(const data& D, double* __restrict G) {
 
 data& get() {
   static data D = [] {
-    data d{tw::tensor<double>({H, I}, uniform(H * I, -0.3, 0.3, 21)), tw::tensor<double>(uniform(H, -0.1, 0.1, 22)),
-           tw::tensor<double>(uniform(H, -0.3, 0.3, 23)), tw::tensor<double>(0.05),
-           tw::tensor<double>({B, I}, uniform(B * I, -1, 1, 24)), tw::tensor<double>(uniform(B, -1, 1, 25)),
+    data d{tw::tensor<double>({H, I}, uniform(H * I, -0.3, 0.3, 21)),
+           tw::tensor<double>(uniform(H, -0.1, 0.1, 22)),
+           tw::tensor<double>(uniform(H, -0.3, 0.3, 23)),
+           tw::tensor<double>(0.05),
+           tw::tensor<double>({B, I}, uniform(B * I, -1, 1, 24)),
+           tw::tensor<double>(uniform(B, -1, 1, 25)),
            std::vector<double>(static_cast<std::size_t>(B * P))};
     hand(d, d.ref.data());
     return d;
@@ -122,8 +125,8 @@ void bm_tower_static(benchmark::State& st) {
 void bm_tower_runtime(benchmark::State& st) {
   auto& D = get();
   using tw::dyn::value;
-  std::function<value(value, value, value, value, value, value)> erased = [](value W1, value b1, value W2, value b2, value x,
-                                                                             value y) { return loss_leaves(W1, b1, W2, b2, x, y); };
+  std::function<value(value, value, value, value, value, value)> erased =
+      [](value W1, value b1, value W2, value b2, value x, value y) { return loss_leaves(W1, b1, W2, b2, x, y); };
   auto per_example =
       tw::vmap(tw::grad(erased, tw::argnums<0, 1, 2, 3>), tw::in_dims(tw::none, tw::none, tw::none, tw::none, 0, 0));
   auto run = [&] {
@@ -188,7 +191,9 @@ BENCHMARK(bm_adolc)->Name("mlp_32_64_1/adolc")->Unit(benchmark::kMillisecond);
 
 BENCHMARK(bm_hand)->Name("mlp_32_64_1/hand")->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_static<tw::strategy::automatic_t>)->Name("mlp_32_64_1/tower_static")->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_tower_static<tw::strategy::batched_t>)->Name("mlp_32_64_1/tower_static_batched")->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_tower_static<tw::strategy::batched_t>)
+    ->Name("mlp_32_64_1/tower_static_batched")
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_tower_runtime)->Name("mlp_32_64_1/tower_runtime")->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -17,10 +17,10 @@ namespace {
 constexpr int ops = 10;
 
 auto f = [](auto x) {
-  auto a = tw::sin(x) * x;                // 2
-  auto b = tw::exp((a + 1.0) * 0.1);      // 5
-  auto c = tw::cos(b - x);                // 7
-  return tw::tanh(c * c) * x;             // 10
+  auto a = tw::sin(x) * x;            // 2
+  auto b = tw::exp((a + 1.0) * 0.1);  // 5
+  auto c = tw::cos(b - x);            // 7
+  return tw::tanh(c * c) * x;         // 10
 };
 
 double df_hand(double x) {
@@ -32,7 +32,8 @@ double df_hand(double x) {
 }
 
 void counters(benchmark::State& st, std::size_t allocs) {
-  st.counters["time_per_op"] = benchmark::Counter(ops, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  st.counters["time_per_op"] =
+      benchmark::Counter(ops, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   st.counters["allocs_per_op"] =
       benchmark::Counter(static_cast<double>(allocs) / ops, benchmark::Counter::kAvgIterations);
 }

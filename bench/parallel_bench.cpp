@@ -40,7 +40,8 @@ tw::tensor<double> points(std::int64_t b) {
 template <class V, class S>
 void run(benchmark::State& st, const V& v, const S& serial, const tw::tensor<double>& x) {
   const tw::tensor<double> a = v(x), b = serial(x);
-  if (a.shape() != b.shape() || std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * sizeof(double)) != 0) {
+  if (a.shape() != b.shape() ||
+      std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * sizeof(double)) != 0) {
     st.SkipWithError("parallel and serial bits differ");
     return;
   }
@@ -88,8 +89,14 @@ void bm_small(benchmark::State& st) {
 
 BENCHMARK(bm_lennard_jones<false>)->Name("lennard_jones_2^20/serial")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_lennard_jones<true>)->Name("lennard_jones_2^20/parallel")->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_lennard_jones_runtime<false>)->Name("lennard_jones_runtime_2^20/serial")->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_lennard_jones_runtime<true>)->Name("lennard_jones_runtime_2^20/parallel")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_lennard_jones_runtime<false>)
+    ->Name("lennard_jones_runtime_2^20/serial")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_lennard_jones_runtime<true>)
+    ->Name("lennard_jones_runtime_2^20/parallel")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_hessian<false>)->Name("hessian_r8_2^14/serial")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_hessian<true>)->Name("hessian_r8_2^14/parallel")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_small<false>)->Name("lennard_jones_16/serial")->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -59,22 +59,31 @@ struct permute_op {
   static constexpr const char* name = "permute";
   static constexpr bool linear = true;  // runtime_trace.hpp
   shape_t perm;
-  template <class X> auto base(const X& x) const { return kernels::permute(x, perm); }
-  template <class BS, class X> auto batch(BS, const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
+    return kernels::permute(x, perm);
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
     const auto p = kernels::normalize_dims(name, perm, logical_rank(x));
     if (static_cast<std::int64_t>(p.size()) != logical_rank(x))
-      throw error("permute: " + std::to_string(p.size()) + " dims given for a value of shape " + detail::shape_str(logical_shape(x)));
+      throw error("permute: " + std::to_string(p.size()) + " dims given for a value of shape " +
+                  detail::shape_str(logical_shape(x)));
     shape_t q{0};
     for (auto d : p) q.push_back(d + 1);
     return call_op(permute_op{q}, x.value);
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X& x) const {
     const auto p = kernels::normalize_dims(name, perm, rank(x));
     shape_t inv(p.size());
     for (std::size_t k = 0; k < p.size(); ++k) inv[static_cast<std::size_t>(p[k])] = static_cast<std::int64_t>(k);
     return std::make_tuple(call_op(permute_op{inv}, g));
   }
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return call_op(*this, t);
+  }
 };
 
 /// Dims of x reordered: result dim k is x's dim perm[k].
@@ -83,18 +92,23 @@ struct permute_op {
 /// auto y = tw::permute(x, {2, 0, 1});
 /// if (y.shape() != tw::shape_t{4, 2, 3} || y(3, 1, 2) != x(1, 2, 3)) throw std::runtime_error("permute");
 /// \endcode
-template <operand X> TOWER_ALWAYS_INLINE auto permute(const X& x, shape_t perm) { return call_op(permute_op{std::move(perm)}, x); }
+template <operand X>
+TOWER_ALWAYS_INLINE auto permute(const X& x, shape_t perm) {
+  return call_op(permute_op{std::move(perm)}, x);
+}
 
 /// x with dims d0 and d1 swapped.
 /// \code
 /// auto x = tw::tensor<double>{{1, 2, 3}, {4, 5, 6}};
 /// if (tw::transpose(x, 0, 1)(2, 0) != 3) throw std::runtime_error("transpose");
 /// \endcode
-template <operand X> auto transpose(const X& x, std::int64_t d0, std::int64_t d1) {
+template <operand X>
+auto transpose(const X& x, std::int64_t d0, std::int64_t d1) {
   const std::int64_t r = rank(x);
   shape_t p(static_cast<std::size_t>(r));
   std::iota(p.begin(), p.end(), 0);
-  std::swap(p.at(static_cast<std::size_t>(detail::norm_dim("transpose", d0, r))), p.at(static_cast<std::size_t>(detail::norm_dim("transpose", d1, r))));
+  std::swap(p.at(static_cast<std::size_t>(detail::norm_dim("transpose", d0, r))),
+            p.at(static_cast<std::size_t>(detail::norm_dim("transpose", d1, r))));
   return permute(x, std::move(p));
 }
 
@@ -103,7 +117,8 @@ template <operand X> auto transpose(const X& x, std::int64_t d0, std::int64_t d1
 /// auto x = tw::tensor<double>{1, 2, 3};
 /// if (tw::unsqueeze(x, 0).shape() != tw::shape_t{1, 3} || tw::unsqueeze(x, -1)(2, 0) != 3) throw std::runtime_error("unsqueeze");
 /// \endcode
-template <operand X> auto unsqueeze(const X& x, std::int64_t dim) {
+template <operand X>
+auto unsqueeze(const X& x, std::int64_t dim) {
   shape_t s = shape(x);
   const std::int64_t d = detail::norm_dim("unsqueeze", dim, static_cast<std::int64_t>(s.size()) + 1);
   s.insert(s.begin() + d, 1);
@@ -114,13 +129,16 @@ template <operand X> auto unsqueeze(const X& x, std::int64_t dim) {
 /// auto x = tw::zeros<double>({1, 3, 1});
 /// if (tw::squeeze(x).shape() != tw::shape_t{3} || tw::squeeze(x, 2).shape() != tw::shape_t{1, 3}) throw std::runtime_error("squeeze");
 /// \endcode
-template <operand X> auto squeeze(const X& x) {
+template <operand X>
+auto squeeze(const X& x) {
   shape_t s;
-  for (auto n : shape(x)) if (n != 1) s.push_back(n);
+  for (auto n : shape(x))
+    if (n != 1) s.push_back(n);
   return reshape(x, s);
 }
 /// squeeze(x, dim): removes dim, which must have size 1.
-template <operand X> auto squeeze(const X& x, std::int64_t dim) {
+template <operand X>
+auto squeeze(const X& x, std::int64_t dim) {
   shape_t s = shape(x);
   const std::int64_t d = detail::norm_dim("squeeze", dim, static_cast<std::int64_t>(s.size()));
   if (s[static_cast<std::size_t>(d)] != 1)
@@ -134,7 +152,8 @@ template <operand X> auto squeeze(const X& x, std::int64_t dim) {
 /// auto x = tw::reshape(tw::arange<double>(24), {2, 3, 4});
 /// if (tw::flatten(x).shape() != tw::shape_t{24} || tw::flatten(x, 1)(1, 11) != 23) throw std::runtime_error("flatten");
 /// \endcode
-template <operand X> auto flatten(const X& x, std::int64_t start = 0, std::int64_t end = -1) {
+template <operand X>
+auto flatten(const X& x, std::int64_t start = 0, std::int64_t end = -1) {
   const shape_t s = shape(x);
   if (s.empty()) return reshape(x, {1});
   const auto r = static_cast<std::int64_t>(s.size());
@@ -150,10 +169,12 @@ template <operand X> auto flatten(const X& x, std::int64_t start = 0, std::int64
 /// auto y = tw::expand(tw::tensor<double>({2, 1}, {1, 2}), {-1, 3});
 /// if (y.shape() != tw::shape_t{2, 3} || y(1, 2) != 2) throw std::runtime_error("expand");
 /// \endcode
-template <operand X> auto expand(const X& x, shape_t s) {
+template <operand X>
+auto expand(const X& x, shape_t s) {
   const shape_t xs = shape(x);
   if (s.size() < xs.size())
-    throw error("expand: shape " + detail::shape_str(s) + " has fewer dims than the value's shape " + detail::shape_str(xs));
+    throw error("expand: shape " + detail::shape_str(s) + " has fewer dims than the value's shape " +
+                detail::shape_str(xs));
   for (std::size_t k = 0; k < s.size(); ++k)
     if (s[k] == -1) {
       const std::size_t lead = s.size() - xs.size();
@@ -171,7 +192,8 @@ struct narrow_op {
   static constexpr const char* name = "narrow";
   static constexpr bool linear = true;  // runtime_trace.hpp
   std::int64_t dim, start, length;
-  template <class X> auto base(const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
     if constexpr (kernels::is_plain_scalar_v<X>) {
       throw error("narrow: cannot narrow a scalar");
       return kernels::as_tensor<X>(x);
@@ -179,12 +201,17 @@ struct narrow_op {
       return kernels::narrow(x, dim, start, length);
     }
   }
-  template <class BS, class X> auto batch(BS, const X& x) const {
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
     const std::int64_t d = detail::norm_dim(name, dim, logical_rank(x));
     return call_op(narrow_op{d + 1, start, length}, x.value);
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const;
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X& x) const;
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return call_op(*this, t);
+  }
 };
 
 /// Zeros of size `total` along dim with x at [start, start + x.size(dim)): narrow's adjoint.
@@ -192,7 +219,8 @@ struct pad_op {
   static constexpr const char* name = "pad";
   static constexpr bool linear = true;  // zeros around x (runtime_trace.hpp)
   std::int64_t dim, start, total;
-  template <class X> auto base(const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
     if constexpr (kernels::is_plain_scalar_v<X>) {
       throw error("pad: cannot pad a scalar");
       return kernels::as_tensor<X>(x);
@@ -200,14 +228,19 @@ struct pad_op {
       return kernels::pad(x, dim, start, total);
     }
   }
-  template <class BS, class X> auto batch(BS, const X& x) const {
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
     return call_op(pad_op{detail::norm_dim(name, dim, logical_rank(x)) + 1, start, total}, x.value);
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X& x) const {
     const std::int64_t d = detail::norm_dim(name, dim, rank(x));
     return std::make_tuple(call_op(narrow_op{d, start, shape(x)[static_cast<std::size_t>(d)]}, g));
   }
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return call_op(*this, t);
+  }
 };
 
 template <class G, class O, class X>
@@ -222,7 +255,8 @@ auto narrow_op::vjp(const G& g, const O&, const X& x) const {
 /// auto x = tw::arange<double>(10);
 /// if (tw::narrow(x, 0, 2, 3)(0) != 2 || tw::narrow(x, 0, 2, 3).numel() != 3) throw std::runtime_error("narrow");
 /// \endcode
-template <operand X> auto narrow(const X& x, std::int64_t dim, std::int64_t start, std::int64_t length) {
+template <operand X>
+auto narrow(const X& x, std::int64_t dim, std::int64_t start, std::int64_t length) {
   return call_op(narrow_op{dim, start, length}, x);
 }
 /// x[start:end] along dim (Python slice bounds: negative counts from the end, clamped).
@@ -231,9 +265,11 @@ template <operand X> auto narrow(const X& x, std::int64_t dim, std::int64_t star
 /// auto y = tw::slice(x, 0, -3, 100);   // x[-3:100]: 7, 8, 9
 /// if (y.numel() != 3 || y(0) != 7) throw std::runtime_error("slice");
 /// \endcode
-template <operand X> auto slice(const X& x, std::int64_t dim, std::int64_t start, std::int64_t end) {
+template <operand X>
+auto slice(const X& x, std::int64_t dim, std::int64_t start, std::int64_t end) {
   const shape_t s = shape(x);
-  const std::int64_t n = s.at(static_cast<std::size_t>(detail::norm_dim("slice", dim, static_cast<std::int64_t>(s.size()))));
+  const std::int64_t n =
+      s.at(static_cast<std::size_t>(detail::norm_dim("slice", dim, static_cast<std::int64_t>(s.size()))));
   auto clamp = [&](std::int64_t i) { return std::clamp(i < 0 ? i + n : i, std::int64_t{0}, n); };
   const std::int64_t a = clamp(start), b = std::max(a, clamp(end));
   return narrow(x, dim, a, b - a);
@@ -243,7 +279,8 @@ template <operand X> auto slice(const X& x, std::int64_t dim, std::int64_t start
 struct cat_op {
   static constexpr const char* name = "cat";
   std::int64_t dim;
-  template <class A, class B> auto base(const A& a, const B& b) const {
+  template <class A, class B>
+  auto base(const A& a, const B& b) const {
     if constexpr (kernels::is_plain_scalar_v<A> || kernels::is_plain_scalar_v<B>) {
       throw error("cat: cannot concatenate scalars (rank 0)");
       return kernels::as_tensor<kernels::common_element_t<A, B>>(a);
@@ -251,19 +288,24 @@ struct cat_op {
       return kernels::cat(a, b, dim);
     }
   }
-  template <class BS, class A, class B> auto batch(BS bs, const A& a, const B& b) const {
+  template <class BS, class A, class B>
+  auto batch(BS bs, const A& a, const B& b) const {
     if (logical_rank(a) != logical_rank(b))
-      throw error("cat: cannot join shapes " + detail::shape_str(logical_shape(a)) + " and " + detail::shape_str(logical_shape(b)));
+      throw error("cat: cannot join shapes " + detail::shape_str(logical_shape(a)) + " and " +
+                  detail::shape_str(logical_shape(b)));
     const std::int64_t d = detail::norm_dim(name, dim, logical_rank(a));
     return call_op(cat_op{d + 1}, with_batch(bs, a), with_batch(bs, b));
   }
-  template <class G, class O, class A, class B> auto vjp(const G& g, const O&, const A& a, const B& b) const {
+  template <class G, class O, class A, class B>
+  auto vjp(const G& g, const O&, const A& a, const B& b) const {
     const std::int64_t d = detail::norm_dim(name, dim, rank(a));
     const std::int64_t na = shape(a).at(static_cast<std::size_t>(d)), nb = shape(b).at(static_cast<std::size_t>(d));
     return std::make_tuple(call_op(narrow_op{d, 0, na}, g), call_op(narrow_op{d, na, nb}, g));
   }
   template <class O, class A, class B, class TA, class TB>
-  auto jvp(const O&, const A&, const B&, const TA& ta, const TB& tb) const { return call_op(*this, ta, tb); }
+  auto jvp(const O&, const A&, const B&, const TA& ta, const TB& tb) const {
+    return call_op(*this, ta, tb);
+  }
 };
 
 namespace detail {
@@ -277,7 +319,8 @@ X cat_range(const X* first, std::size_t n, std::int64_t dim) {
 /// The values joined along dim. Plain values (tensors, and runtime values no transform wraps)
 /// are copied once, by one kernel; values a transform wraps go through binary cat ops, a
 /// balanced tree of them (an op has a fixed number of operands), so log2(n) copies.
-template <operand X> auto cat(const std::vector<X>& xs, std::int64_t dim = 0) {
+template <operand X>
+auto cat(const std::vector<X>& xs, std::int64_t dim = 0) {
   if (xs.empty()) throw error("cat: needs at least one value");
   if constexpr (std::is_arithmetic_v<X>) {
     throw error("cat: cannot concatenate scalars (rank 0)");
@@ -306,10 +349,14 @@ template <operand X> auto cat(const std::vector<X>& xs, std::int64_t dim = 0) {
 /// auto f = [&](auto x) { return tw::sum(tw::cat(std::tuple{a, x})); };
 /// if (tw::vmap(f)(tw::tensor<double>({2, 1}, {10, 20}))(1) != 23) throw std::runtime_error("cat tuple");
 /// \endcode
-template <operand X> auto cat(std::initializer_list<X> xs, std::int64_t dim = 0) { return cat(std::vector<X>(xs), dim); }
+template <operand X>
+auto cat(std::initializer_list<X> xs, std::int64_t dim = 0) {
+  return cat(std::vector<X>(xs), dim);
+}
 
 /// The values (of one shape) stacked along a new dim.
-template <operand X> auto stack(const std::vector<X>& xs, std::int64_t dim = 0) {
+template <operand X>
+auto stack(const std::vector<X>& xs, std::int64_t dim = 0) {
   using R = decltype(unsqueeze(xs.at(0), dim));
   if (xs.empty()) throw error("stack: needs at least one value");
   const shape_t s = shape(xs.front());
@@ -317,7 +364,8 @@ template <operand X> auto stack(const std::vector<X>& xs, std::int64_t dim = 0) 
   std::vector<R> u;
   for (const auto& x : xs) {
     if (shape(x) != shape(xs.at(0)))
-      throw error("stack: shapes differ: " + detail::shape_str(shape(xs.at(0))) + " and " + detail::shape_str(shape(x)));
+      throw error("stack: shapes differ: " + detail::shape_str(shape(xs.at(0))) + " and " +
+                  detail::shape_str(shape(x)));
     u.push_back(unsqueeze(x, dim));
   }
   return cat(u, dim);
@@ -330,13 +378,20 @@ template <operand X> auto stack(const std::vector<X>& xs, std::int64_t dim = 0) 
 /// auto f = [&](auto x) { return tw::stack(std::tuple{a, x}); };   // a plain tensor and a vmap value
 /// if (tw::vmap(f)(tw::tensor<double>({1, 2}, {5, 6}))(0, 1, 1) != 6) throw std::runtime_error("stack tuple");
 /// \endcode
-template <operand X> auto stack(std::initializer_list<X> xs, std::int64_t dim = 0) { return stack(std::vector<X>(xs), dim); }
+template <operand X>
+auto stack(std::initializer_list<X> xs, std::int64_t dim = 0) {
+  return stack(std::vector<X>(xs), dim);
+}
 
 namespace detail {
 template <class A>
-A cat_fold(std::int64_t, const A& a) { return a; }
+A cat_fold(std::int64_t, const A& a) {
+  return a;
+}
 template <class A, class B, class... R>
-auto cat_fold(std::int64_t dim, const A& a, const B& b, const R&... r) { return cat_fold(dim, call_op(cat_op{dim}, a, b), r...); }
+auto cat_fold(std::int64_t dim, const A& a, const B& b, const R&... r) {
+  return cat_fold(dim, call_op(cat_op{dim}, a, b), r...);
+}
 }  // namespace detail
 
 /// Values of different types joined along dim, left to right: a plain value with one a transform
@@ -353,14 +408,17 @@ auto cat(const std::tuple<X...>& xs, std::int64_t dim = 0) {
 template <operand... X>
   requires(sizeof...(X) >= 1)
 auto stack(const std::tuple<X...>& xs, std::int64_t dim = 0) {
-  return std::apply([&](const auto& first, const auto&... rest) {
-    auto same = [&](const auto& x) {
-      if (shape(x) != shape(first))
-        throw error("stack: shapes differ: " + detail::shape_str(shape(first)) + " and " + detail::shape_str(shape(x)));
-      return unsqueeze(x, dim);
-    };
-    return detail::cat_fold(dim, unsqueeze(first, dim), same(rest)...);
-  }, xs);
+  return std::apply(
+      [&](const auto& first, const auto&... rest) {
+        auto same = [&](const auto& x) {
+          if (shape(x) != shape(first))
+            throw error("stack: shapes differ: " + detail::shape_str(shape(first)) + " and " +
+                        detail::shape_str(shape(x)));
+          return unsqueeze(x, dim);
+        };
+        return detail::cat_fold(dim, unsqueeze(first, dim), same(rest)...);
+      },
+      xs);
 }
 
 /// Pieces of `size` along dim (the last may be smaller), as torch.split.
@@ -368,10 +426,12 @@ auto stack(const std::tuple<X...>& xs, std::int64_t dim = 0) {
 /// auto parts = tw::split(tw::arange<double>(5), 2);   // [0, 1], [2, 3], [4]
 /// if (parts.size() != 3 || parts[2].numel() != 1 || parts[2](0) != 4) throw std::runtime_error("split");
 /// \endcode
-template <operand X> auto split(const X& x, std::int64_t size, std::int64_t dim = 0) {
+template <operand X>
+auto split(const X& x, std::int64_t size, std::int64_t dim = 0) {
   if (size <= 0) throw error("split: size must be positive, got " + std::to_string(size));
   const shape_t s = shape(x);
-  const std::int64_t n = s.at(static_cast<std::size_t>(detail::norm_dim("split", dim, static_cast<std::int64_t>(s.size()))));
+  const std::int64_t n =
+      s.at(static_cast<std::size_t>(detail::norm_dim("split", dim, static_cast<std::int64_t>(s.size()))));
   std::vector<decltype(narrow(x, dim, 0, 0))> out;
   for (std::int64_t i = 0, len = 0; i < n; i += len) {  // (i + size may overflow)
     len = std::min(size, n - i);
@@ -386,7 +446,8 @@ struct scatter_add_op;
 struct gather_op {
   static constexpr const char* name = "gather";
   std::int64_t dim;
-  template <class X, class I> auto base(const X& x, const I& index) const {
+  template <class X, class I>
+  auto base(const X& x, const I& index) const {
     if constexpr (kernels::is_plain_scalar_v<X> || kernels::is_plain_scalar_v<I>) {
       throw error("gather: needs tensors of rank >= 1");
       return kernels::as_tensor<kernels::element_t<X>>(x);
@@ -394,22 +455,28 @@ struct gather_op {
       return kernels::gather(x, dim, index);
     }
   }
-  template <class BS, class X, class I> auto batch(BS bs, const X& x, const I& index) const {
+  template <class BS, class X, class I>
+  auto batch(BS bs, const X& x, const I& index) const {
     if (logical_rank(x) != logical_rank(index))
-      throw error("gather: index of shape " + detail::shape_str(logical_shape(index)) + " must have the rank of the input, shape " +
-                  detail::shape_str(logical_shape(x)));
-    return call_op(gather_op{detail::norm_dim(name, dim, logical_rank(x)) + 1}, with_batch(bs, x), with_batch(bs, index));
+      throw error("gather: index of shape " + detail::shape_str(logical_shape(index)) +
+                  " must have the rank of the input, shape " + detail::shape_str(logical_shape(x)));
+    return call_op(gather_op{detail::norm_dim(name, dim, logical_rank(x)) + 1}, with_batch(bs, x),
+                   with_batch(bs, index));
   }
-  template <class G, class O, class X, class I> auto vjp(const G& g, const O&, const X& x, const I& index) const;
+  template <class G, class O, class X, class I>
+  auto vjp(const G& g, const O&, const X& x, const I& index) const;
   template <class O, class X, class I, class TX, class TI>
-  auto jvp(const O&, const X&, const I& index, const TX& tx, const TI&) const { return call_op(*this, tx, index); }
+  auto jvp(const O&, const X&, const I& index, const TX& tx, const TI&) const {
+    return call_op(*this, tx, index);
+  }
 };
 
 /// self with src added where gather would read: gather's adjoint.
 struct scatter_add_op {
   static constexpr const char* name = "scatter_add";
   std::int64_t dim;
-  template <class S, class I, class X> auto base(const S& self, const I& index, const X& src) const {
+  template <class S, class I, class X>
+  auto base(const S& self, const I& index, const X& src) const {
     if constexpr (kernels::is_plain_scalar_v<S> || kernels::is_plain_scalar_v<I> || kernels::is_plain_scalar_v<X>) {
       throw error("scatter_add: needs tensors of rank >= 1");
       return kernels::as_tensor<kernels::element_t<S>>(self);
@@ -417,11 +484,13 @@ struct scatter_add_op {
       return kernels::scatter_add(self, dim, index, src);
     }
   }
-  template <class BS, class S, class I, class X> auto batch(BS bs, const S& self, const I& index, const X& src) const {
-    return call_op(scatter_add_op{detail::norm_dim(name, dim, logical_rank(self)) + 1}, with_batch(bs, self), with_batch(bs, index),
-                   with_batch(bs, src));
+  template <class BS, class S, class I, class X>
+  auto batch(BS bs, const S& self, const I& index, const X& src) const {
+    return call_op(scatter_add_op{detail::norm_dim(name, dim, logical_rank(self)) + 1}, with_batch(bs, self),
+                   with_batch(bs, index), with_batch(bs, src));
   }
-  template <class G, class O, class S, class I, class X> auto vjp(const G& g, const O&, const S&, const I& index, const X&) const {
+  template <class G, class O, class S, class I, class X>
+  auto vjp(const G& g, const O&, const S&, const I& index, const X&) const {
     return std::make_tuple(g, zeros_like(index), call_op(gather_op{dim}, g, index));
   }
   template <class O, class S, class I, class X, class TS, class TI, class TX>
@@ -441,13 +510,17 @@ auto gather_op::vjp(const G& g, const O&, const X& x, const I& index) const {
 /// auto g = tw::gather(x, 1, tw::tensor<double>{{1, 1}, {0, 1}});   // [[2, 2], [3, 4]]
 /// if (g(0, 0) != 2 || g(1, 0) != 3) throw std::runtime_error("gather");
 /// \endcode
-template <operand X, operand I> TOWER_ALWAYS_INLINE auto gather(const X& x, std::int64_t dim, const I& index) { return call_op(gather_op{dim}, x, index); }
+template <operand X, operand I>
+TOWER_ALWAYS_INLINE auto gather(const X& x, std::int64_t dim, const I& index) {
+  return call_op(gather_op{dim}, x, index);
+}
 /// scatter_add(self, dim, index, src): self with src added at index along dim (torch.scatter_add).
 /// \code
 /// auto y = tw::scatter_add(tw::zeros<double>({3}), 0, tw::tensor<double>{0, 2, 0}, tw::tensor<double>{1, 2, 3});
 /// if (y(0) != 4 || y(1) != 0 || y(2) != 2) throw std::runtime_error("scatter_add");
 /// \endcode
-template <operand S, operand I, operand X> auto scatter_add(const S& self, std::int64_t dim, const I& index, const X& src) {
+template <operand S, operand I, operand X>
+auto scatter_add(const S& self, std::int64_t dim, const I& index, const X& src) {
   return call_op(scatter_add_op{dim}, self, index, src);
 }
 
@@ -457,7 +530,8 @@ template <operand S, operand I, operand X> auto scatter_add(const S& self, std::
 /// auto y = tw::index_select(x, 0, {2, -3});   // rows 2 and 0
 /// if (y.shape() != tw::shape_t{2, 2} || y(0, 1) != 6 || y(1, 0) != 1) throw std::runtime_error("index_select");
 /// \endcode
-template <operand X> auto index_select(const X& x, std::int64_t dim, const shape_t& index) {
+template <operand X>
+auto index_select(const X& x, std::int64_t dim, const shape_t& index) {
   const shape_t s = shape(x);
   const std::int64_t d = detail::norm_dim("index_select", dim, static_cast<std::int64_t>(s.size()));
   const std::int64_t n = s[static_cast<std::size_t>(d)];
@@ -466,8 +540,8 @@ template <operand X> auto index_select(const X& x, std::int64_t dim, const shape
   std::vector<double> v;
   for (auto i : index) {
     if (i < -n || i >= n)
-      throw error("index_select: index " + std::to_string(i) + " out of range for dim " + std::to_string(dim) + " of shape " +
-                  detail::shape_str(s));
+      throw error("index_select: index " + std::to_string(i) + " out of range for dim " + std::to_string(dim) +
+                  " of shape " + detail::shape_str(s));
     v.push_back(static_cast<double>(i < 0 ? i + n : i));
   }
   using T = std::conditional_t<is_dyn_v<X>, double, scalar_type_t<X>>;

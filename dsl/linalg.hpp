@@ -17,7 +17,10 @@
 namespace tower {
 
 namespace detail {
-template <class X> auto mT(const X& x) { return transpose(x, -2, -1); }
+template <class X>
+auto mT(const X& x) {
+  return transpose(x, -2, -1);
+}
 
 /// Batching rule of a primitive on stacks of matrices: line up the logical stack dims.
 template <class Op, class A, class B>
@@ -55,30 +58,38 @@ auto bilinear_jvp(const Op& op, const A& a, const B& b, const TA& ta, const TB& 
 template <class A, class B>
 void require_inner_sizes(const char* op, const A& a, const B& b, std::int64_t b_dim) {
   const shape_t sa = shape(a), sb = shape(b);
-  const std::int64_t k = sa.back(), k2 = sb[static_cast<std::size_t>(b_dim < 0 ? b_dim + static_cast<std::int64_t>(sb.size()) : b_dim)];
+  const std::int64_t k = sa.back(),
+                     k2 =
+                         sb[static_cast<std::size_t>(b_dim < 0 ? b_dim + static_cast<std::int64_t>(sb.size()) : b_dim)];
   if (k != k2)
-    throw error(std::string(op) + ": shapes " + detail::shape_str(sa) + " and " + detail::shape_str(sb) + " cannot be multiplied (" +
-                std::to_string(k) + " != " + std::to_string(k2) + ")");
+    throw error(std::string(op) + ": shapes " + detail::shape_str(sa) + " and " + detail::shape_str(sb) +
+                " cannot be multiplied (" + std::to_string(k) + " != " + std::to_string(k2) + ")");
 }
 
 template <class X>
 void require_rank_at_least(const char* op, const X& x, std::int64_t r) {
   if (rank(x) < r)
-    throw error(std::string(op) + ": expected rank >= " + std::to_string(r) + ", got shape " + detail::shape_str(shape(x)));
+    throw error(std::string(op) + ": expected rank >= " + std::to_string(r) + ", got shape " +
+                detail::shape_str(shape(x)));
 }
 }  // namespace detail
 
 /// Matrix product of stacks of matrices [..., n, k] x [..., k, m], stack dims broadcast.
 struct matmul_op {
   static constexpr const char* name = "matmul";
-  template <class A, class B> auto base(const A& a, const B& b) const {
+  template <class A, class B>
+  auto base(const A& a, const B& b) const {
     return detail::tensor_kernel(name, a, b, [](const auto& x, const auto& y) { return kernels::matmul(x, y); });
   }
-  template <class BS, class A, class B> auto batch(BS, const A& a, const B& b) const { return detail::batch_matrices(*this, a, b); }
+  template <class BS, class A, class B>
+  auto batch(BS, const A& a, const B& b) const {
+    return detail::batch_matrices(*this, a, b);
+  }
   /// With the batch last (batched::batch_last): a plain matrix times a batch of X [k] or [k, m],
   /// physically [k, B] or [k, m, B], is one product by [k, B] or [k, m B], and its result keeps
   /// the batch last. std::nullopt for other operands.
-  template <class BS, class A, class B> auto batch_last_rule(BS, const A& a, const B& b) const {
+  template <class BS, class A, class B>
+  auto batch_last_rule(BS, const A& a, const B& b) const {
     using P = std::remove_cvref_t<decltype(b.value)>;
     std::optional<P> r;
     if constexpr (is_tensor_v<P> && std::is_same_v<std::remove_cvref_t<decltype(a.value)>, P> &&
@@ -88,25 +99,31 @@ struct matmul_op {
       if (w.dim() == 2 && (x.dim() == 2 || x.dim() == 3) && x.shape()[0] == w.shape()[1]) {
         shape_t s = x.shape();
         s[0] = w.shape()[0];
-        const P y = x.dim() == 2 ? call_op(*this, w, x) : call_op(*this, w, x.with_shape({x.shape()[0], x.numel() / x.shape()[0]}));
+        const P y = x.dim() == 2 ? call_op(*this, w, x)
+                                 : call_op(*this, w, x.with_shape({x.shape()[0], x.numel() / x.shape()[0]}));
         r = y.with_shape(std::move(s));
       }
     }
     return r;
   }
-  template <class G, class O, class A, class B> auto vjp(const G& g, const O&, const A& a, const B& b) const {
+  template <class G, class O, class A, class B>
+  auto vjp(const G& g, const O&, const A& a, const B& b) const {
     const std::uint32_t need = detail::take_needed_inputs();
-    return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(call_op(*this, g, detail::mT(b)), a); }),
-                           detail::gradient_if(need & 2u, [&] { return sum_to_like(b_gradient(g, a), b); }));
+    return std::make_tuple(
+        detail::gradient_if(need & 1u, [&] { return sum_to_like(call_op(*this, g, detail::mT(b)), a); }),
+        detail::gradient_if(need & 2u, [&] { return sum_to_like(b_gradient(g, a), b); }));
   }
   template <class O, class A, class B, class TA, class TB>
-  auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const { return detail::bilinear_jvp(*this, a, b, ta, tb); }
+  auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const {
+    return detail::bilinear_jvp(*this, a, b, ta, tb);
+  }
 
  private:
   /// a^T g. When g is a stack of columns (b a vector, as in A x), as (g^T a)^T: transposing a
   /// column is free (kernels::permute) and g^T a reads a's rows, where a^T g would copy a^T
   /// first (jacrev of tanh(A x) with A 64 x 64: 10 -> 8 us).
-  template <class G, class A> auto b_gradient(const G& g, const A& a) const {
+  template <class G, class A>
+  auto b_gradient(const G& g, const A& a) const {
     using Columns = decltype(detail::mT(call_op(*this, detail::mT(g), a)));
     if constexpr (std::is_same_v<Columns, decltype(call_op(*this, detail::mT(a), g))>)
       if (shape(g).back() == 1) return detail::mT(call_op(*this, detail::mT(g), a));
@@ -120,17 +137,24 @@ struct matmul_op {
 /// materialising the broadcast cotangent.
 struct vecdot_op {
   static constexpr const char* name = "vecdot";
-  template <class A, class B> auto base(const A& a, const B& b) const {
+  template <class A, class B>
+  auto base(const A& a, const B& b) const {
     return detail::tensor_kernel(name, a, b, [](const auto& x, const auto& y) { return kernels::vecdot(x, y); });
   }
-  template <class BS, class A, class B> auto batch(BS, const A& a, const B& b) const { return detail::batch_matrices(*this, a, b); }
-  template <class G, class O, class A, class B> auto vjp(const G& g, const O&, const A& a, const B& b) const {
+  template <class BS, class A, class B>
+  auto batch(BS, const A& a, const B& b) const {
+    return detail::batch_matrices(*this, a, b);
+  }
+  template <class G, class O, class A, class B>
+  auto vjp(const G& g, const O&, const A& a, const B& b) const {
     const std::uint32_t need = detail::take_needed_inputs();
     return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(unsqueeze(g, -1) * b, a); }),
                            detail::gradient_if(need & 2u, [&] { return sum_to_like(unsqueeze(g, -1) * a, b); }));
   }
   template <class O, class A, class B, class TA, class TB>
-  auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const { return detail::bilinear_jvp(*this, a, b, ta, tb); }
+  auto jvp(const O&, const A& a, const B& b, const TA& ta, const TB& tb) const {
+    return detail::bilinear_jvp(*this, a, b, ta, tb);
+  }
 };
 
 namespace detail {
@@ -143,7 +167,8 @@ struct fixed_rule<vecdot_op> {
       return dual_unsupported{};
     } else {
       static_assert(A::size == B::size, "dot: the two tw::fixed vectors have different sizes");
-      return fixeds::tree_sum<0, static_cast<std::size_t>(A::size)>([&](auto j) TOWER_INLINE_LAMBDA { return a.e[decltype(j)::value] * b.e[decltype(j)::value]; });
+      return fixeds::tree_sum<0, static_cast<std::size_t>(A::size)>(
+          [&](auto j) TOWER_INLINE_LAMBDA { return a.e[decltype(j)::value] * b.e[decltype(j)::value]; });
     }
   }
 };
@@ -155,12 +180,14 @@ struct fixed_rule<vecdot_op> {
 /// auto y = tw::vecdot(X, w);  // tensor([-2, -2]): one inner product per row
 /// if (y.shape() != tw::shape_t{2} || y(0) != -2 || y(1) != -2) throw std::runtime_error("vecdot");
 /// \endcode
-template <operand A, operand B> auto vecdot(const A& a, const B& b) {
+template <operand A, operand B>
+auto vecdot(const A& a, const B& b) {
   if constexpr (is_fixed_v<A> || is_fixed_v<B>) {
     return call_op(vecdot_op{}, a, b);  // sizes checked at compile time
   } else {
     if (rank(a) < 1 || rank(b) < 1 || shape(a).back() != shape(b).back())
-      throw error("vecdot: expected [..., k] and [..., k], got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+      throw error("vecdot: expected [..., k] and [..., k], got shapes " + detail::shape_str(shape(a)) + " and " +
+                  detail::shape_str(shape(b)));
     return call_op(vecdot_op{}, a, b);
   }
 }
@@ -188,13 +215,16 @@ auto dot(const X& x, const Y& y) {
 /// auto y = tw::matmul(A, v);   // [2, 2] x [2] -> [2]
 /// if (y.shape() != tw::shape_t{2} || y(1) != 7 || tw::matmul(A, A)(1, 1) != 22) throw std::runtime_error("matmul");
 /// \endcode
-template <operand A, operand B> auto matmul(const A& a, const B& b) {
+template <operand A, operand B>
+auto matmul(const A& a, const B& b) {
   const std::int64_t ra = rank(a), rb = rank(b);
   if (ra == 0 || rb == 0)
-    throw error("matmul: both operands need rank >= 1, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+    throw error("matmul: both operands need rank >= 1, got shapes " + detail::shape_str(shape(a)) + " and " +
+                detail::shape_str(shape(b)));
   detail::require_inner_sizes("matmul", a, b, rb == 1 ? 0 : -2);
   if (ra >= 2 && rb >= 2) return call_op(matmul_op{}, a, b);
-  auto r = ra == 1 ? (rb == 1 ? call_op(matmul_op{}, unsqueeze(a, 0), unsqueeze(b, -1)) : call_op(matmul_op{}, unsqueeze(a, 0), b))
+  auto r = ra == 1 ? (rb == 1 ? call_op(matmul_op{}, unsqueeze(a, 0), unsqueeze(b, -1))
+                              : call_op(matmul_op{}, unsqueeze(a, 0), b))
                    : call_op(matmul_op{}, a, unsqueeze(b, -1));
   shape_t s = shape(r);
   if (rb == 1) s.erase(s.end() - 1);
@@ -207,9 +237,11 @@ template <operand A, operand B> auto matmul(const A& a, const B& b) {
 /// tw::tensor<double> A{{1, 2}, {3, 4}};
 /// if (tw::mm(A, tw::eye<double>(2))(1, 0) != 3 || tw::mm(A, A)(0, 1) != 10) throw std::runtime_error("mm");
 /// \endcode
-template <operand A, operand B> auto mm(const A& a, const B& b) {
+template <operand A, operand B>
+auto mm(const A& a, const B& b) {
   if (rank(a) != 2 || rank(b) != 2)
-    throw error("mm: expected two matrices, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+    throw error("mm: expected two matrices, got shapes " + detail::shape_str(shape(a)) + " and " +
+                detail::shape_str(shape(b)));
   detail::require_inner_sizes("mm", a, b, 0);
   return call_op(matmul_op{}, a, b);
 }
@@ -217,9 +249,11 @@ template <operand A, operand B> auto mm(const A& a, const B& b) {
 /// \code
 /// if (tw::mv(tw::tensor<double>{{1, 2}, {3, 4}}, tw::tensor<double>{1, -1})(1) != -1) throw std::runtime_error("mv");
 /// \endcode
-template <operand A, operand V> auto mv(const A& a, const V& v) {
+template <operand A, operand V>
+auto mv(const A& a, const V& v) {
   if (rank(a) != 2 || rank(v) != 1)
-    throw error("mv: expected a matrix and a vector, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(v)));
+    throw error("mv: expected a matrix and a vector, got shapes " + detail::shape_str(shape(a)) + " and " +
+                detail::shape_str(shape(v)));
   detail::require_inner_sizes("mv", a, v, 0);
   return matmul(a, v);
 }
@@ -229,9 +263,11 @@ template <operand A, operand V> auto mv(const A& a, const V& v) {
 /// auto c = tw::bmm(a, a);
 /// if (c.shape() != tw::shape_t{2, 2, 2} || c(1, 0, 0) != 4 * 4 + 5 * 6) throw std::runtime_error("bmm");
 /// \endcode
-template <operand A, operand B> auto bmm(const A& a, const B& b) {
+template <operand A, operand B>
+auto bmm(const A& a, const B& b) {
   if (rank(a) != 3 || rank(b) != 3 || shape(a)[0] != shape(b)[0])
-    throw error("bmm: expected [b, n, k] and [b, k, m], got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+    throw error("bmm: expected [b, n, k] and [b, k, m], got shapes " + detail::shape_str(shape(a)) + " and " +
+                detail::shape_str(shape(b)));
   detail::require_inner_sizes("bmm", a, b, 1);
   return call_op(matmul_op{}, a, b);
 }
@@ -240,16 +276,19 @@ template <operand A, operand B> auto bmm(const A& a, const B& b) {
 /// auto o = tw::outer(tw::tensor<double>{1, 2}, tw::tensor<double>{3, 4, 5});
 /// if (o.shape() != tw::shape_t{2, 3} || o(1, 2) != 10) throw std::runtime_error("outer");
 /// \endcode
-template <operand A, operand B> auto outer(const A& a, const B& b) {
+template <operand A, operand B>
+auto outer(const A& a, const B& b) {
   if (rank(a) != 1 || rank(b) != 1)
-    throw error("outer: expected two vectors, got shapes " + detail::shape_str(shape(a)) + " and " + detail::shape_str(shape(b)));
+    throw error("outer: expected two vectors, got shapes " + detail::shape_str(shape(a)) + " and " +
+                detail::shape_str(shape(b)));
   return unsqueeze(a, 1) * unsqueeze(b, 0);
 }
 /// Sum of the diagonal of a matrix.
 /// \code
 /// if (tw::trace(tw::tensor<double>{{1, 2}, {3, 4}}).item() != 5) throw std::runtime_error("trace");
 /// \endcode
-template <operand X> auto trace(const X& x) {
+template <operand X>
+auto trace(const X& x) {
   const shape_t s = shape(x);
   if (s.size() != 2) throw error("trace: expected a matrix, got shape " + detail::shape_str(s));
   using T = std::conditional_t<is_dyn_v<X>, double, scalar_type_t<X>>;
@@ -260,11 +299,16 @@ template <operand X> auto trace(const X& x) {
 /// raises tower::error.
 struct solve_op {
   static constexpr const char* name = "solve";
-  template <class A, class B> auto base(const A& a, const B& b) const {
+  template <class A, class B>
+  auto base(const A& a, const B& b) const {
     return detail::tensor_kernel(name, a, b, [](const auto& x, const auto& y) { return kernels::solve(x, y); });
   }
-  template <class BS, class A, class B> auto batch(BS, const A& a, const B& b) const { return detail::batch_matrices(*this, a, b); }
-  template <class G, class O, class A, class B> auto vjp(const G& g, const O& out, const A& a, const B& b) const {
+  template <class BS, class A, class B>
+  auto batch(BS, const A& a, const B& b) const {
+    return detail::batch_matrices(*this, a, b);
+  }
+  template <class G, class O, class A, class B>
+  auto vjp(const G& g, const O& out, const A& a, const B& b) const {
     auto gb = call_op(*this, detail::mT(a), g);
     return std::make_tuple(sum_to_like(-call_op(matmul_op{}, gb, detail::mT(out)), a), sum_to_like(gb, b));
   }
@@ -280,7 +324,8 @@ struct solve_op {
 /// auto x = tw::solve(A, b);   // 2 x0 + x1 = 3, x0 + 3 x1 = 5: x = (0.8, 1.4)
 /// if (std::abs(x(0) - 0.8) > 1e-15 || std::abs(x(1) - 1.4) > 1e-15) throw std::runtime_error("solve");
 /// \endcode
-template <operand A, operand B> auto solve(const A& a, const B& b) {
+template <operand A, operand B>
+auto solve(const A& a, const B& b) {
   detail::require_rank_at_least("solve", a, 2);
   if (rank(b) == 1) return squeeze(call_op(solve_op{}, a, unsqueeze(b, -1)), -1);
   return call_op(solve_op{}, a, b);
@@ -290,7 +335,8 @@ template <operand A, operand B> auto solve(const A& a, const B& b) {
 /// kernel factors the symmetric part (A + Aᵀ)/2, so derivatives are the symmetric ones.
 struct cholesky_op {
   static constexpr const char* name = "cholesky";
-  template <class X> auto base(const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
     if constexpr (kernels::is_plain_scalar_v<X>) {
       throw error("cholesky: scalar operand");
       return kernels::as_tensor<X>(x);
@@ -298,9 +344,13 @@ struct cholesky_op {
       return kernels::cholesky(x);
     }
   }
-  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return call_op(*this, x.value);
+  }
   /// Φ: the lower triangle with the diagonal halved.
-  template <class X> static auto phi(const X& x) {
+  template <class X>
+  static auto phi(const X& x) {
     const std::int64_t n = shape(x).back();
     using T = std::conditional_t<is_dyn_v<X>, double, scalar_type_t<X>>;
     tensor<T> m = zeros<T>({n, n});
@@ -308,14 +358,16 @@ struct cholesky_op {
       for (std::int64_t j = 0; j <= i; ++j) m(i, j) = i == j ? T(0.5) : T(1);
     return x * m;
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O& l, const X&) const {
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O& l, const X&) const {
     // S = L⁻ᵀ Φ(Lᵀ Ḡ) L⁻¹, gradient sym(S) (Murray 2016).
     auto p = phi(call_op(matmul_op{}, detail::mT(l), g));
     auto y = call_op(solve_op{}, detail::mT(l), p);
     auto s = detail::mT(call_op(solve_op{}, detail::mT(l), detail::mT(y)));
     return std::make_tuple((s + detail::mT(s)) * 0.5);
   }
-  template <class O, class X, class T> auto jvp(const O& l, const X&, const T& t) const {
+  template <class O, class X, class T>
+  auto jvp(const O& l, const X&, const T& t) const {
     // dL = L Φ(L⁻¹ sym(dA) L⁻ᵀ).
     auto m = call_op(solve_op{}, l, (t + detail::mT(t)) * 0.5);
     auto inner = detail::mT(call_op(solve_op{}, l, detail::mT(m)));

@@ -23,7 +23,8 @@ namespace tower {
 /// double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
 /// if (std::abs(tw::log_softmax(x)(0) - (1 - lse)) > 1e-15) throw std::runtime_error("log_softmax");
 /// \endcode
-template <operand X> auto log_softmax(const X& x, std::int64_t dim = -1) {
+template <operand X>
+auto log_softmax(const X& x, std::int64_t dim = -1) {
   auto stable = [&] {
     auto lse = logsumexp(x, dim, true);
     return x - where(eq(lse, std::numeric_limits<double>::infinity()), std::numeric_limits<double>::quiet_NaN(), lse);
@@ -34,10 +35,13 @@ template <operand X> auto log_softmax(const X& x, std::int64_t dim = -1) {
     auto empty = [&] { return x - sum(x, dim, true); };  // x itself, as the stable branch's type
     using R = detail::branch_result_t<decltype(stable()), decltype(empty())>;
     const shape_t s = shape(x);
-    if (!s.empty() && s[static_cast<std::size_t>(kernels::check_dim("log_softmax", dim, static_cast<std::int64_t>(s.size()), s))] == 0) {
+    if (!s.empty() &&
+        s[static_cast<std::size_t>(kernels::check_dim("log_softmax", dim, static_cast<std::int64_t>(s.size()), s))] ==
+            0) {
       // Under vmap(jacfwd(f)) the stable branch's tangent also varies per example (it has
       // the vmap's level), the empty one's does not: lift it to R.
-      if constexpr (is_dual_unsupported_v<R> || std::is_same_v<R, decltype(empty())>) return detail::as_branch<R>(empty());
+      if constexpr (is_dual_unsupported_v<R> || std::is_same_v<R, decltype(empty())>)
+        return detail::as_branch<R>(empty());
       else return detail::convert_adjoint<R>(empty());
     }
     return detail::as_branch<R>(stable());
@@ -49,13 +53,19 @@ template <operand X> auto log_softmax(const X& x, std::int64_t dim = -1) {
 /// auto p = tw::softmax(tw::tensor<double>{{0, std::log(3.0)}}, 1);   // [[1/4, 3/4]]
 /// if (std::abs(p(0, 0) - 0.25) > 1e-15 || std::abs(p(0, 1) - 0.75) > 1e-15) throw std::runtime_error("softmax");
 /// \endcode
-template <operand X> auto softmax(const X& x, std::int64_t dim = -1) { return exp(log_softmax(x, dim)); }
+template <operand X>
+auto softmax(const X& x, std::int64_t dim = -1) {
+  return exp(log_softmax(x, dim));
+}
 
 /// mean((a - b)²).
 /// \code
 /// if (tw::mse_loss(tw::tensor<double>{1, 2}, tw::tensor<double>{1, 4}).item() != 2) throw std::runtime_error("mse_loss");
 /// \endcode
-template <operand A, operand B> auto mse_loss(const A& a, const B& b) { return mean(square(a - b)); }
+template <operand A, operand B>
+auto mse_loss(const A& a, const B& b) {
+  return mean(square(a - b));
+}
 
 namespace detail {
 /// Class indices of cross_entropy that are plain values (a tensor or number, or a runtime value no
@@ -92,22 +102,24 @@ void check_class_indices(const Y& target, std::int64_t classes) {
 /// double ce = tw::cross_entropy(logits, tw::tensor<double>{1, 0}).item();   // -(log 3/4 + log 1/2) / 2
 /// if (std::abs(ce + (std::log(0.75) + std::log(0.5)) / 2) > 1e-15) throw std::runtime_error("cross_entropy");
 /// \endcode
-template <operand X, operand Y> auto cross_entropy(const X& logits, const Y& target) {
+template <operand X, operand Y>
+auto cross_entropy(const X& logits, const Y& target) {
   const std::int64_t r = rank(logits);
-  if (r < 1 || r > 2) throw error("cross_entropy: expected logits [C] or [N, C], got shape " + detail::shape_str(shape(logits)));
+  if (r < 1 || r > 2)
+    throw error("cross_entropy: expected logits [C] or [N, C], got shape " + detail::shape_str(shape(logits)));
   auto lp = log_softmax(logits, -1);
   auto probabilities = [&] { return -mean(sum(lp * target, -1)); };
   auto indices = [&] { return -mean(gather(lp, -1, unsqueeze(target, -1))); };
   using R = detail::branch_result_t<decltype(probabilities()), decltype(indices())>;
   if (rank(target) == r) {
     if (shape(target) != shape(logits))
-      throw error("cross_entropy: probability targets of shape " + detail::shape_str(shape(target)) + " must match logits " +
-                  detail::shape_str(shape(logits)));
+      throw error("cross_entropy: probability targets of shape " + detail::shape_str(shape(target)) +
+                  " must match logits " + detail::shape_str(shape(logits)));
     return detail::as_branch<R>(probabilities());
   }
   if (rank(target) != r - 1 || (r == 2 && shape(target)[0] != shape(logits)[0]))
-    throw error("cross_entropy: class-index targets of shape " + detail::shape_str(shape(target)) + " do not fit logits " +
-                detail::shape_str(shape(logits)));
+    throw error("cross_entropy: class-index targets of shape " + detail::shape_str(shape(target)) +
+                " do not fit logits " + detail::shape_str(shape(logits)));
   detail::check_class_indices(target, shape(logits).back());
   return detail::as_branch<R>(indices());
 }
@@ -117,10 +129,11 @@ template <operand X, operand Y> auto cross_entropy(const X& logits, const Y& tar
 /// double b = tw::binary_cross_entropy_with_logits(tw::tensor<double>{0.0}, tw::tensor<double>{1.0}).item();
 /// if (std::abs(b - std::log(2.0)) > 1e-15) throw std::runtime_error("binary_cross_entropy_with_logits");   // -log σ(0)
 /// \endcode
-template <operand X, operand Y> auto binary_cross_entropy_with_logits(const X& x, const Y& y) {
+template <operand X, operand Y>
+auto binary_cross_entropy_with_logits(const X& x, const Y& y) {
   if (shape(x) != shape(y))
-    throw error("binary_cross_entropy_with_logits: shapes " + detail::shape_str(shape(x)) + " and " + detail::shape_str(shape(y)) +
-                " differ");
+    throw error("binary_cross_entropy_with_logits: shapes " + detail::shape_str(shape(x)) + " and " +
+                detail::shape_str(shape(y)) + " differ");
   return mean(softplus(x) - x * y);
 }
 

@@ -43,7 +43,8 @@ bool needs_pad(const bval<P, B>& x, std::int64_t r) {
 
 template <class Op>
 struct binary_pointwise {
-  template <class BS, class X, class Y> auto batch(BS, const X& x, const Y& y) const {
+  template <class BS, class X, class Y>
+  auto batch(BS, const X& x, const Y& y) const {
     const std::int64_t r = std::max(logical_rank(x), logical_rank(y));
     // Ranks already lined up (the common case): the physical values as they are, uncopied.
     if (!needs_pad(x, r) && !needs_pad(y, r)) return call_op(static_cast<const Op&>(*this), x.value, y.value);
@@ -123,30 +124,40 @@ TOWER_DECLARE_OP(where)
 #undef TOWER_DECLARE_OP
 
 // BASE computes the op on a plain value x (a number or a tensor); further arguments are members.
-#define TOWER_UNARY_OP_BASE(NAME, BASE, VJP, JVP, ...)                                           \
-  struct NAME##_op {                                                                            \
-    static constexpr const char* name = #NAME;                                                  \
-    static constexpr bool elementwise = true;                                                   \
-    __VA_ARGS__                                                                                 \
-    template <class X> TOWER_ALWAYS_INLINE auto base(const X& x) const { return BASE; }                             \
-    template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); } \
-    template <class G, class O, class X>                                                        \
-    TOWER_ALWAYS_INLINE auto vjp([[maybe_unused]] const G& g, [[maybe_unused]] const O& out, [[maybe_unused]] const X& x) const { \
-      return std::make_tuple(VJP);                                                              \
-    }                                                                                           \
-    template <class O, class X, class T>                                                        \
-    TOWER_ALWAYS_INLINE auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const X& x, const T& t) const { return JVP; } \
+#define TOWER_UNARY_OP_BASE(NAME, BASE, VJP, JVP, ...)                                                           \
+  struct NAME##_op {                                                                                             \
+    static constexpr const char* name = #NAME;                                                                   \
+    static constexpr bool elementwise = true;                                                                    \
+    __VA_ARGS__                                                                                                  \
+    template <class X>                                                                                           \
+    TOWER_ALWAYS_INLINE auto base(const X& x) const {                                                            \
+      return BASE;                                                                                               \
+    }                                                                                                            \
+    template <class BS, class X>                                                                                 \
+    auto batch(BS, const X& x) const {                                                                           \
+      return call_op(*this, x.value);                                                                            \
+    }                                                                                                            \
+    template <class G, class O, class X>                                                                         \
+    TOWER_ALWAYS_INLINE auto vjp([[maybe_unused]] const G& g, [[maybe_unused]] const O& out,                     \
+                                 [[maybe_unused]] const X& x) const {                                            \
+      return std::make_tuple(VJP);                                                                               \
+    }                                                                                                            \
+    template <class O, class X, class T>                                                                         \
+    TOWER_ALWAYS_INLINE auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const X& x, const T& t) const { \
+      return JVP;                                                                                                \
+    }                                                                                                            \
   };
 // KERNEL computes the op on one number v.
 #define TOWER_UNARY_OP(NAME, KERNEL, VJP, JVP) \
   TOWER_UNARY_OP_BASE(NAME, kernels::map(x, [](auto v) TOWER_INLINE_LAMBDA { return KERNEL; }), VJP, JVP)
 // An op whose derivative is D(x, out): VJP g * D, JVP t * D.
-#define TOWER_UNARY_OP_D(NAME, KERNEL, D) TOWER_UNARY_OP(NAME, KERNEL, g * (D), t * (D))
+#define TOWER_UNARY_OP_D(NAME, KERNEL, D) TOWER_UNARY_OP(NAME, KERNEL, g*(D), t*(D))
 // A transcendental function (kernels/vector_math.hpp): <cmath> on numbers, glibc's libmvec a
 // packet at a time on tensors (and on the lanes of a fused runtime vmap: vmath_fn).
-#define TOWER_MATH_OP(NAME, VJP, JVP) \
-  TOWER_UNARY_OP_BASE(NAME, kernels::map_math<kernels::vmath::NAME##_fn>(x), VJP, JVP, using vmath_fn = kernels::vmath::NAME##_fn;)
-#define TOWER_MATH_OP_D(NAME, D) TOWER_MATH_OP(NAME, g * (D), t * (D))
+#define TOWER_MATH_OP(NAME, VJP, JVP)                                                  \
+  TOWER_UNARY_OP_BASE(NAME, kernels::map_math<kernels::vmath::NAME##_fn>(x), VJP, JVP, \
+                      using vmath_fn = kernels::vmath::NAME##_fn;)
+#define TOWER_MATH_OP_D(NAME, D) TOWER_MATH_OP(NAME, g*(D), t*(D))
 
 // clang-format off
 // name         kernel                                    derivative (x: input, out: result)
@@ -208,7 +219,8 @@ auto diagonal_product(const A& a, const B& b) {
       if constexpr (std::is_arithmetic_v<O>) {
         if (!std::isfinite(static_cast<double>(o))) return std::nullopt;
         const T v = static_cast<T>(o);
-        return diagonal_tensor<T>(d.shape(), n, [&](std::int64_t i) TOWER_INLINE_LAMBDA { return pd[i * (n + 1)] * v; });
+        return diagonal_tensor<T>(d.shape(), n,
+                                  [&](std::int64_t i) TOWER_INLINE_LAMBDA { return pd[i * (n + 1)] * v; });
       } else if constexpr (std::is_same_v<O, R>) {
         if (o.numel() * 4 > d.numel() || o.dim() > d.dim()) return std::nullopt;
         const shape_t& s = d.shape();
@@ -220,7 +232,8 @@ auto diagonal_product(const A& a, const B& b) {
         const shape_t strides = kernels::broadcast_strides(o.shape(), s);
         const T* po = o.data();
         if (s.size() == 2 && s[0] == n)  // d is n x n: o's element under (i, i)
-          return diagonal_tensor<T>(s, n, [&, step = strides[0] + strides[1]](std::int64_t i) { return pd[i * (n + 1)] * po[i * step]; });
+          return diagonal_tensor<T>(
+              s, n, [&, step = strides[0] + strides[1]](std::int64_t i) { return pd[i * (n + 1)] * po[i * step]; });
         return diagonal_tensor<T>(s, n, [&](std::int64_t i) TOWER_INLINE_LAMBDA {
           std::int64_t flat = i * (n + 1), at = 0;  // o's element under d's flat position
           for (std::size_t k = s.size(); k-- > 0;) {
@@ -239,38 +252,49 @@ auto diagonal_product(const A& a, const B& b) {
 }
 }  // namespace detail
 
-#define TOWER_BINARY_OP(NAME, KERNEL, VJP_A, VJP_B, JVP)                                         \
-  struct NAME##_op : binary_pointwise<NAME##_op> {                                              \
-    static constexpr const char* name = #NAME;                                                  \
-    static constexpr bool elementwise = true;                                                   \
-    static constexpr bool symbolic_zero_tangents = true; /* zero_tangent.hpp */                  \
-    template <class A, class B> TOWER_ALWAYS_INLINE auto base(const A& a, const B& b) const {                       \
-      if constexpr (std::is_same_v<NAME##_op, mul_op> && (is_tensor_v<A> || is_tensor_v<B>))       \
-        if (auto r = detail::diagonal_product(a, b)) return std::move(*r);                      \
-      return kernels::zip(#NAME, a, b, [](auto x, auto y) TOWER_INLINE_LAMBDA { return KERNEL; });                   \
-    }                                                                                           \
-    template <class G, class O, class A, class B>                                               \
-    TOWER_ALWAYS_INLINE auto vjp(const G& g, [[maybe_unused]] const O& out, const A& a, const B& b) const {         \
-      const std::uint32_t need = detail::take_needed_inputs();                                  \
-      return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(VJP_A, a); }), \
-                             detail::gradient_if(need & 2u, [&] { return sum_to_like(VJP_B, b); })); \
-    }                                                                                           \
-    /* Both gradients on numbers, with no mask and no reduction: scalar_dual's local partials. */ \
-    template <class G, class O, class A, class B>                                               \
-    TOWER_ALWAYS_INLINE auto number_vjp([[maybe_unused]] const G& g, [[maybe_unused]] const O& out, [[maybe_unused]] const A& a, [[maybe_unused]] const B& b) const { \
-      return std::make_tuple(VJP_A, VJP_B);                                                     \
-    }                                                                                           \
-    template <class O, class A, class B, class TA, class TB>                                   \
-    TOWER_ALWAYS_INLINE auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const A& a, [[maybe_unused]] const B& b, \
-             [[maybe_unused]] const TA& ta, [[maybe_unused]] const TB& tb) const { return JVP; } \
+#define TOWER_BINARY_OP(NAME, KERNEL, VJP_A, VJP_B, JVP)                                                    \
+  struct NAME##_op : binary_pointwise<NAME##_op> {                                                          \
+    static constexpr const char* name = #NAME;                                                              \
+    static constexpr bool elementwise = true;                                                               \
+    static constexpr bool symbolic_zero_tangents = true; /* zero_tangent.hpp */                             \
+    template <class A, class B>                                                                             \
+    TOWER_ALWAYS_INLINE auto base(const A& a, const B& b) const {                                           \
+      if constexpr (std::is_same_v<NAME##_op, mul_op> && (is_tensor_v<A> || is_tensor_v<B>))                \
+        if (auto r = detail::diagonal_product(a, b)) return std::move(*r);                                  \
+      return kernels::zip(#NAME, a, b, [](auto x, auto y) TOWER_INLINE_LAMBDA { return KERNEL; });          \
+    }                                                                                                       \
+    template <class G, class O, class A, class B>                                                           \
+    TOWER_ALWAYS_INLINE auto vjp(const G& g, [[maybe_unused]] const O& out, const A& a, const B& b) const { \
+      const std::uint32_t need = detail::take_needed_inputs();                                              \
+      return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(VJP_A, a); }),         \
+                             detail::gradient_if(need & 2u, [&] { return sum_to_like(VJP_B, b); }));        \
+    }                                                                                                       \
+    /* Both gradients on numbers, with no mask and no reduction: scalar_dual's local partials. */           \
+    template <class G, class O, class A, class B>                                                           \
+    TOWER_ALWAYS_INLINE auto number_vjp([[maybe_unused]] const G& g, [[maybe_unused]] const O& out,         \
+                                        [[maybe_unused]] const A& a, [[maybe_unused]] const B& b) const {   \
+      return std::make_tuple(VJP_A, VJP_B);                                                                 \
+    }                                                                                                       \
+    template <class O, class A, class B, class TA, class TB>                                                \
+    TOWER_ALWAYS_INLINE auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const A& a,                \
+                                 [[maybe_unused]] const B& b, [[maybe_unused]] const TA& ta,                \
+                                 [[maybe_unused]] const TB& tb) const {                                     \
+      return JVP;                                                                                           \
+    }                                                                                                       \
   };
 
 namespace detail {
 /// log(a) where a > 0 and 0 elsewhere, with a finite derivative everywhere (pow's b-derivative).
-template <class A> auto log_where_positive(const A& a) { return log(where(gt(a, 0.0), a, 1.0)); }
+template <class A>
+auto log_where_positive(const A& a) {
+  return log(where(gt(a, 0.0), a, 1.0));
+}
 /// Where the maximum's gradient goes: all of it to the larger argument, half each on ties, and
 /// all of it to both when either is NaN (torch's rule: only a smaller argument gets nothing).
-template <class A, class B> auto max_share(const A& a, const B& b) { return 1.0 - (lt(a, b) + eq(a, b) * 0.5); }
+template <class A, class B>
+auto max_share(const A& a, const B& b) {
+  return 1.0 - (lt(a, b) + eq(a, b) * 0.5);
+}
 }  // namespace detail
 
 namespace detail {
@@ -311,11 +335,16 @@ TOWER_BINARY_OP(atan2, std::atan2(x, y),  g * b / (a * a + b * b),  -(g * a) / (
 // The arithmetic ops on numbers are the operators themselves: a fused runtime vmap may run two
 // of them in one pass (fused_program.hpp).
 namespace fusion {
-template <> inline constexpr arith arith_of<add_op> = arith::add;
-template <> inline constexpr arith arith_of<sub_op> = arith::sub;
-template <> inline constexpr arith arith_of<mul_op> = arith::mul;
-template <> inline constexpr arith arith_of<div_op> = arith::div;
-template <> inline constexpr arith arith_of<neg_op> = arith::neg;
+template <>
+inline constexpr arith arith_of<add_op> = arith::add;
+template <>
+inline constexpr arith arith_of<sub_op> = arith::sub;
+template <>
+inline constexpr arith arith_of<mul_op> = arith::mul;
+template <>
+inline constexpr arith arith_of<div_op> = arith::div;
+template <>
+inline constexpr arith arith_of<neg_op> = arith::neg;
 }  // namespace fusion
 
 namespace detail {
@@ -333,14 +362,15 @@ struct dual_rule<div_op> {
 }  // namespace detail
 
 // Comparisons: 0/1 values of the inputs' type; grad does not record them (no derivative).
-#define TOWER_COMPARE_OP(NAME, EXPR)                                                             \
-  struct NAME##_op : binary_pointwise<NAME##_op> {                                              \
-    static constexpr const char* name = #NAME;                                                  \
-    static constexpr bool elementwise = true;                                                   \
-    static constexpr bool differentiable = false;                                               \
-    template <class A, class B> TOWER_ALWAYS_INLINE auto base(const A& a, const B& b) const {                       \
-      return kernels::zip(#NAME, a, b, [](auto x, auto y) TOWER_INLINE_LAMBDA { return (EXPR) ? 1 : 0; });          \
-    }                                                                                           \
+#define TOWER_COMPARE_OP(NAME, EXPR)                                                                       \
+  struct NAME##_op : binary_pointwise<NAME##_op> {                                                         \
+    static constexpr const char* name = #NAME;                                                             \
+    static constexpr bool elementwise = true;                                                              \
+    static constexpr bool differentiable = false;                                                          \
+    template <class A, class B>                                                                            \
+    TOWER_ALWAYS_INLINE auto base(const A& a, const B& b) const {                                          \
+      return kernels::zip(#NAME, a, b, [](auto x, auto y) TOWER_INLINE_LAMBDA { return (EXPR) ? 1 : 0; }); \
+    }                                                                                                      \
   };
 TOWER_COMPARE_OP(eq, x == y)
 TOWER_COMPARE_OP(ne, x != y)
@@ -355,8 +385,12 @@ TOWER_COMPARE_OP(ge, x >= y)
 struct where_op {
   static constexpr const char* name = "where";
   static constexpr bool elementwise = true;
-  template <class C, class A, class B> TOWER_ALWAYS_INLINE auto base(const C& c, const A& a, const B& b) const { return kernels::where(c, a, b); }
-  template <class BS, class C, class A, class B> auto batch(BS, const C& c, const A& a, const B& b) const {
+  template <class C, class A, class B>
+  TOWER_ALWAYS_INLINE auto base(const C& c, const A& a, const B& b) const {
+    return kernels::where(c, a, b);
+  }
+  template <class BS, class C, class A, class B>
+  auto batch(BS, const C& c, const A& a, const B& b) const {
     const std::int64_t r = std::max({logical_rank(c), logical_rank(a), logical_rank(b)});
     return call_op(*this, pad_batched(c, r), pad_batched(a, r), pad_batched(b, r));
   }
@@ -371,16 +405,30 @@ struct where_op {
 };
 
 // Operators on tower values (tensors, static wrappers); dyn::value has its own in its namespace.
-template <operand A, operand B> requires(tower_value<A> || tower_value<B>)
-TOWER_ALWAYS_INLINE auto operator+(const A& a, const B& b) { return call_op(add_op{}, a, b); }
-template <operand A, operand B> requires(tower_value<A> || tower_value<B>)
-TOWER_ALWAYS_INLINE auto operator-(const A& a, const B& b) { return call_op(sub_op{}, a, b); }
-template <operand A, operand B> requires(tower_value<A> || tower_value<B>)
-TOWER_ALWAYS_INLINE auto operator*(const A& a, const B& b) { return call_op(mul_op{}, a, b); }
-template <operand A, operand B> requires(tower_value<A> || tower_value<B>)
-TOWER_ALWAYS_INLINE auto operator/(const A& a, const B& b) { return call_op(div_op{}, a, b); }
+template <operand A, operand B>
+  requires(tower_value<A> || tower_value<B>)
+TOWER_ALWAYS_INLINE auto operator+(const A& a, const B& b) {
+  return call_op(add_op{}, a, b);
+}
+template <operand A, operand B>
+  requires(tower_value<A> || tower_value<B>)
+TOWER_ALWAYS_INLINE auto operator-(const A& a, const B& b) {
+  return call_op(sub_op{}, a, b);
+}
+template <operand A, operand B>
+  requires(tower_value<A> || tower_value<B>)
+TOWER_ALWAYS_INLINE auto operator*(const A& a, const B& b) {
+  return call_op(mul_op{}, a, b);
+}
+template <operand A, operand B>
+  requires(tower_value<A> || tower_value<B>)
+TOWER_ALWAYS_INLINE auto operator/(const A& a, const B& b) {
+  return call_op(div_op{}, a, b);
+}
 template <tower_value A>
-TOWER_ALWAYS_INLINE auto operator-(const A& a) { return call_op(neg_op{}, a); }
+TOWER_ALWAYS_INLINE auto operator-(const A& a) {
+  return call_op(neg_op{}, a);
+}
 
 namespace detail {
 template <class A, class B>

@@ -23,7 +23,8 @@
 namespace tower::detail {
 namespace jets {
 
-template <class T, std::size_t n> using numbers = std::array<T, n>;
+template <class T, std::size_t n>
+using numbers = std::array<T, n>;
 
 /// Fn (a vmath function) of every number of x, a packet at a time.
 template <class Fn, class T, std::size_t n>
@@ -62,20 +63,22 @@ struct math_rule {
 
 // One rule per function: its vmath tag, and the body that sets d1 (f') and d2 (f'') from x and f
 // (arrays of n numbers; `each` runs a statement per element i).
-#define TOWER_JET_MATH_RULE(NAME, BODY)                                                                  \
-  namespace jets {                                                                                       \
-  struct NAME##_derivatives {                                                                            \
-    template <class T, std::size_t n>                                                                    \
-    TOWER_ALWAYS_INLINE static void run([[maybe_unused]] const numbers<T, n>& x, [[maybe_unused]] const numbers<T, n>& f,   \
-                    numbers<T, n>& d1, numbers<T, n>& d2) {                                              \
-      [[maybe_unused]] auto each = [](auto&& body) TOWER_INLINE_LAMBDA {                                                     \
-        for (std::size_t i = 0; i < n; ++i) body(i);                                                     \
-      };                                                                                                 \
-      BODY                                                                                               \
-    }                                                                                                    \
-  };                                                                                                     \
-  }                                                                                                      \
-  template <> struct jet_rule<NAME##_op> : jets::math_rule<kernels::vmath::NAME##_fn, jets::NAME##_derivatives> {};
+#define TOWER_JET_MATH_RULE(NAME, BODY)                                                             \
+  namespace jets {                                                                                  \
+  struct NAME##_derivatives {                                                                       \
+    template <class T, std::size_t n>                                                               \
+    TOWER_ALWAYS_INLINE static void run([[maybe_unused]] const numbers<T, n>& x,                    \
+                                        [[maybe_unused]] const numbers<T, n>& f, numbers<T, n>& d1, \
+                                        numbers<T, n>& d2) {                                        \
+      [[maybe_unused]] auto each = [](auto&& body) TOWER_INLINE_LAMBDA {                            \
+        for (std::size_t i = 0; i < n; ++i) body(i);                                                \
+      };                                                                                            \
+      BODY                                                                                          \
+    }                                                                                               \
+  };                                                                                                \
+  }                                                                                                 \
+  template <>                                                                                       \
+  struct jet_rule<NAME##_op> : jets::math_rule<kernels::vmath::NAME##_fn, jets::NAME##_derivatives> {};
 
 namespace vm = kernels::vmath;
 // clang-format off

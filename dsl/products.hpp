@@ -68,7 +68,8 @@ auto products_of_others(const X& x, const reduction_dims& r) {
     // A product may carry more batch levels than its operands (a tangent batched at fewer levels
     // than its primal gains the primal's): start from x as a product, so that every partial
     // product has one type.
-    static_assert(std::is_same_v<decltype(x * x), decltype((x * x) * (x * x))>, "tower: internal: products do not keep one type");
+    static_assert(std::is_same_v<decltype(x * x), decltype((x * x) * (x * x))>,
+                  "tower: internal: products do not keep one type");
     return products_of_others(x * ones_like(x), r);
   } else {
     const shape_t xs = shape(x);
@@ -77,12 +78,14 @@ auto products_of_others(const X& x, const reduction_dims& r) {
     shape_t perm, moved, lead;  // kept dims first, then the reduced ones
     std::int64_t n = 1;
     for (std::int64_t k = 0; k < rank; ++k)
-      if (std::find(dims.begin(), dims.end(), k) == dims.end()) perm.push_back(k), lead.push_back(xs[static_cast<std::size_t>(k)]);
+      if (std::find(dims.begin(), dims.end(), k) == dims.end())
+        perm.push_back(k), lead.push_back(xs[static_cast<std::size_t>(k)]);
     for (auto d : dims) perm.push_back(d), n *= xs[static_cast<std::size_t>(d)];
     if (n <= 1) return ones();
     for (auto k : perm) moved.push_back(xs[static_cast<std::size_t>(k)]);
     shape_t inverse(perm.size());
-    for (std::size_t k = 0; k < perm.size(); ++k) inverse[static_cast<std::size_t>(perm[k])] = static_cast<std::int64_t>(k);
+    for (std::size_t k = 0; k < perm.size(); ++k)
+      inverse[static_cast<std::size_t>(perm[k])] = static_cast<std::int64_t>(k);
     lead.push_back(n);
     const auto grouped = call_op(reshape_op{lead}, call_op(permute_op{perm}, x));
     return R(call_op(permute_op{inverse}, call_op(reshape_op{moved}, exclusive_products_last(grouped))));

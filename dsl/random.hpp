@@ -128,22 +128,30 @@ struct random_like {
 
 struct randn_like_op : random_like<randn_like_op> {
   static constexpr const char* name = "randn_like";
-  template <class X> auto base(const X& x) const { return detail::draw_like(x, detail::normal_draws); }
+  template <class X>
+  auto base(const X& x) const {
+    return detail::draw_like(x, detail::normal_draws);
+  }
 };
 
 struct rand_like_op : random_like<rand_like_op> {
   static constexpr const char* name = "rand_like";
-  template <class X> auto base(const X& x) const { return detail::draw_like(x, detail::uniform_draws); }
+  template <class X>
+  auto base(const X& x) const {
+    return detail::draw_like(x, detail::uniform_draws);
+  }
 };
 
 struct randint_like_op : random_like<randint_like_op> {
   static constexpr const char* name = "randint_like";
   std::int64_t low, high;
-  template <class X> auto base(const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
     return detail::draw_like(x, [this](auto* p, std::int64_t n) {
       using T = std::remove_cvref_t<decltype(*p)>;
       const double span = static_cast<double>(high - low);
-      for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(std::min(high - 1, low + static_cast<std::int64_t>(detail::uniform01() * span)));
+      for (std::int64_t i = 0; i < n; ++i)
+        p[i] = static_cast<T>(std::min(high - 1, low + static_cast<std::int64_t>(detail::uniform01() * span)));
     });
   }
 };
@@ -155,9 +163,11 @@ struct bernoulli_compare_op : binary_pointwise<bernoulli_compare_op> {
   static constexpr const char* name = "bernoulli";
   static constexpr bool elementwise = true;
   static constexpr bool differentiable = false;
-  template <class U, class P> auto base(const U& u, const P& p) const {
+  template <class U, class P>
+  auto base(const U& u, const P& p) const {
     return kernels::zip(name, u, p, [](auto x, auto y) {
-      if (!(y >= 0 && y <= 1)) throw error("bernoulli: probabilities must be in [0, 1], got " + std::to_string(static_cast<double>(y)));
+      if (!(y >= 0 && y <= 1))
+        throw error("bernoulli: probabilities must be in [0, 1], got " + std::to_string(static_cast<double>(y)));
       return x < y ? 1 : 0;
     });
   }
@@ -168,14 +178,18 @@ struct bernoulli_op {
   static constexpr const char* name = "bernoulli";
   static constexpr bool differentiable = false;
   /// 1 with probability p[i], else 0: a uniform draw u of p's shape (row-major), then u < p.
-  template <class P> auto base(const P& p) const { return detail::bernoulli_compare_op{}.base(rand_like_op{}.base(p), p); }
+  template <class P>
+  auto base(const P& p) const {
+    return detail::bernoulli_compare_op{}.base(rand_like_op{}.base(p), p);
+  }
   /// Per example under different; under same one uniform draw of the logical shape, compared
   /// with each example's probabilities (an unbatched p gives one shared result).
   template <class BS, class P, class B>
   auto batch_with_entry(const interpreter_entry& e, BS bs, const bval<P, B>& p) const {
     if (e.randomness == randomness_kind::error) detail::random_in_error_mode(name);
     if (e.randomness == randomness_kind::different) return call_op(*this, detail::with_batch(p, bs));
-    return call_op(detail::bernoulli_compare_op{}, detail::repeat_batch(call_op(rand_like_op{}, detail::first_example(p)), bs),
+    return call_op(detail::bernoulli_compare_op{},
+                   detail::repeat_batch(call_op(rand_like_op{}, detail::first_example(p)), bs),
                    detail::with_batch(p, bs));
   }
 };
@@ -205,7 +219,8 @@ inline constexpr random_op_fn<rand_like_op> rand_like{};
 template <operand X>
 auto randint_like(const X& x, std::int64_t low, std::int64_t high) {
   if (high <= low)
-    throw error("randint_like: high must be greater than low, got low=" + std::to_string(low) + ", high=" + std::to_string(high));
+    throw error("randint_like: high must be greater than low, got low=" + std::to_string(low) +
+                ", high=" + std::to_string(high));
   detail::check_randomness(randint_like_op::name);
   return call_op(randint_like_op{{}, low, high}, x);
 }

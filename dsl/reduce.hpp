@@ -20,7 +20,7 @@ namespace tower {
 struct sum_op {
   static constexpr const char* name = "sum";
   static constexpr bool linear = true;  // runtime_trace.hpp
-  shape_t dims;  // ignored when all
+  shape_t dims;                         // ignored when all
   bool keepdim = false;
   bool all = true;
 
@@ -31,7 +31,8 @@ struct sum_op {
     return d;
   }
 
-  template <class X> auto base(const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
     if constexpr (kernels::is_plain_scalar_v<X>) {
       (void)dims_for(0);
       return x;
@@ -39,20 +40,23 @@ struct sum_op {
       return kernels::sum(x, dims_for(x.dim()), keepdim);
     }
   }
-  template <class BS, class X> auto batch(BS, const X& x) const {
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
     auto d = dims_for(logical_rank(x));
     for (auto& k : d) ++k;
     return call_op(sum_op{d, keepdim, false}, x.value);
   }
   /// With the batch last (batched::batch_last): the logical dims are the physical ones.
-  template <class BS, class X> auto batch_last_rule(BS, const X& x) const {
+  template <class BS, class X>
+  auto batch_last_rule(BS, const X& x) const {
     using P = std::remove_cvref_t<decltype(x.value)>;
     std::optional<P> r;
     if constexpr (is_tensor_v<P> && decltype(x.batched)::value)
       r = call_op(sum_op{dims_for(x.value.dim() - 1), keepdim, false}, x.value);
     return r;
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X& x) const {
     if constexpr (is_scalar_type_v<X>) {
       return std::make_tuple(g);
     } else {
@@ -62,7 +66,10 @@ struct sum_op {
       return std::make_tuple(call_op(broadcast_to_op{xs}, call_op(reshape_op{kept}, g)));
     }
   }
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return call_op(*this, t);
+  }
 };
 
 namespace detail {
@@ -75,7 +82,8 @@ struct fixed_rule<sum_op> {
     if constexpr (!is_fixed_v<X>) {
       return x;
     } else {
-      return fixeds::tree_sum<0, static_cast<std::size_t>(X::size)>([&](auto j) TOWER_INLINE_LAMBDA { return total(x.e[decltype(j)::value]); });
+      return fixeds::tree_sum<0, static_cast<std::size_t>(X::size)>(
+          [&](auto j) TOWER_INLINE_LAMBDA { return total(x.e[decltype(j)::value]); });
     }
   }
   template <class X>
@@ -83,7 +91,8 @@ struct fixed_rule<sum_op> {
     if constexpr (!is_fixed_v<X>) {
       return dual_unsupported{};
     } else {
-      const bool whole = op.all || (fixeds::rank<X>() == 1 && op.dims.size() == 1 && (op.dims[0] == 0 || op.dims[0] == -1));
+      const bool whole =
+          op.all || (fixeds::rank<X>() == 1 && op.dims.size() == 1 && (op.dims[0] == 0 || op.dims[0] == -1));
       if (!whole || op.keepdim)
         throw error("sum: on a tw::fixed value of shape " + detail::shape_str(fixed_shape<X>()) +
                     " only the sum of all elements without keepdim is supported; convert with tw::to_tensor");
@@ -101,7 +110,8 @@ struct jet_rule<sum_op> {
     if constexpr (!is_elementwise_jet_v<X>) {
       return dual_unsupported{};
     } else {
-      if ((op.all || (op.dims.size() == 1 && (op.dims[0] == 0 || op.dims[0] == -1))) && !op.keepdim) return jets::total(x);
+      if ((op.all || (op.dims.size() == 1 && (op.dims[0] == 0 || op.dims[0] == -1))) && !op.keepdim)
+        return jets::total(x);
       return call_op(op, jets::dense_if_jet(x));
     }
   }
@@ -115,11 +125,15 @@ struct jet_rule<sum_op> {
 /// if (tw::sum(x, -1, true).shape() != tw::shape_t{2, 1}) throw std::runtime_error("keepdim");
 /// \endcode
 template <operand X>
-TOWER_ALWAYS_INLINE auto sum(const X& x) { return call_op(sum_op{}, x); }
+TOWER_ALWAYS_INLINE auto sum(const X& x) {
+  return call_op(sum_op{}, x);
+}
 
 /// Sum over `dim` (negative counts from the end); with keepdim the dim stays as size 1.
 template <operand X>
-TOWER_ALWAYS_INLINE auto sum(const X& x, std::int64_t dim, bool keepdim = false) { return call_op(sum_op{{dim}, keepdim, false}, x); }
+TOWER_ALWAYS_INLINE auto sum(const X& x, std::int64_t dim, bool keepdim = false) {
+  return call_op(sum_op{{dim}, keepdim, false}, x);
+}
 
 /// Sum over several dims.
 template <operand X>
@@ -174,7 +188,8 @@ auto unreduce(const char* op, const reduction_dims& r, const G& g, const X& x) {
 /// Defines the batching rule every reduction shares: the logical dims shifted past the batch dim.
 template <class Op>
 struct reduction_batch_rule {
-  template <class BS, class X> auto batch(BS, const X& x) const {
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
     const Op& self = static_cast<const Op&>(*this);
     auto d = self.r.dims_for(Op::name, logical_rank(x));
     for (auto& k : d) ++k;
@@ -184,7 +199,8 @@ struct reduction_batch_rule {
 
 namespace detail {
 /// The product of the other elements of each element's group (dsl/products.hpp).
-template <class X> auto products_of_others(const X& x, const reduction_dims& r);
+template <class X>
+auto products_of_others(const X& x, const reduction_dims& r);
 }  // namespace detail
 
 /// Product over dims. The derivative is the product of the other elements (not out / x: exact
@@ -192,13 +208,17 @@ template <class X> auto products_of_others(const X& x, const reduction_dims& r);
 struct prod_op : reduction_batch_rule<prod_op> {
   static constexpr const char* name = "prod";
   reduction_dims r;
-  template <class X> auto base(const X& x) const {
-    return kernels::reduce(name, x, r.dims_for(name, rank(x)), r.keepdim, 1.0, [](double a, double v) { return a * v; });
+  template <class X>
+  auto base(const X& x) const {
+    return kernels::reduce(name, x, r.dims_for(name, rank(x)), r.keepdim, 1.0,
+                           [](double a, double v) { return a * v; });
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X& x) const {
     return std::make_tuple(unreduce(name, r, g, x) * detail::products_of_others(x, r));
   }
-  template <class O, class X, class T> auto jvp(const O&, const X& x, const T& t) const {
+  template <class O, class X, class T>
+  auto jvp(const O&, const X& x, const T& t) const {
     return call_op(sum_op{r.dims, r.keepdim, r.all}, t * detail::products_of_others(x, r));
   }
 };
@@ -210,23 +230,28 @@ template <bool Max>
 struct extremum_op : reduction_batch_rule<extremum_op<Max>> {
   static constexpr const char* name = Max ? "amax" : "amin";
   reduction_dims r;
-  template <class X> auto base(const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
     constexpr double inf = std::numeric_limits<double>::infinity();
     if constexpr (!kernels::is_plain_scalar_v<X>)
       for (auto d : r.dims_for(name, x.dim()))
-        if (x.shape()[static_cast<std::size_t>(d)] == 0) throw error(std::string(name) + ": reducing an empty dim of shape " + detail::shape_str(x.shape()));
+        if (x.shape()[static_cast<std::size_t>(d)] == 0)
+          throw error(std::string(name) + ": reducing an empty dim of shape " + detail::shape_str(x.shape()));
     return kernels::reduce(name, x, r.dims_for(name, rank(x)), r.keepdim, Max ? -inf : inf,
                            [](double a, double v) { return (Max ? v > a : v < a) || v != v ? v : a; });
   }
   /// 1 / (number of ties) where x attains the extremum, else 0.
-  template <class O, class X> auto share(const O& out, const X& x) const {
+  template <class O, class X>
+  auto share(const O& out, const X& x) const {
     auto mask = eq(x, unreduce(name, r, out, x));
     return mask / unreduce(name, r, call_op(sum_op{r.dims, r.keepdim, r.all}, mask), x);
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O& out, const X& x) const {
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O& out, const X& x) const {
     return std::make_tuple(unreduce(name, r, g, x) * share(out, x));
   }
-  template <class O, class X, class T> auto jvp(const O& out, const X& x, const T& t) const {
+  template <class O, class X, class T>
+  auto jvp(const O& out, const X& x, const T& t) const {
     return call_op(sum_op{r.dims, r.keepdim, r.all}, t * share(out, x));
   }
 };
@@ -246,14 +271,16 @@ struct fixed_rule<extremum_op<Max>> {
     if constexpr (!is_fixed_v<X>) {
       return dual_unsupported{};
     } else if constexpr (fixeds::rank<X>() != 1) {
-      throw error(std::string(extremum_op<Max>::name) + ": on a tw::fixed value of shape " + detail::shape_str(fixed_shape<X>()) +
-                  " only 1-D values are supported; convert with tw::to_tensor");
+      throw error(std::string(extremum_op<Max>::name) + ": on a tw::fixed value of shape " +
+                  detail::shape_str(fixed_shape<X>()) + " only 1-D values are supported; convert with tw::to_tensor");
       return x.e[0][0];
     } else {
       const auto& d = op.r.dims;
       if (!(op.r.all || (d.size() == 1 && (d[0] == 0 || d[0] == -1))) || op.r.keepdim)
-        throw error(std::string(extremum_op<Max>::name) + ": on a tw::fixed value only the extremum of all elements without keepdim is supported");
-      auto better = [](const auto& a, const auto& b) TOWER_INLINE_LAMBDA { return static_cast<bool>(Max ? gt(a, b) : lt(a, b)); };
+        throw error(std::string(extremum_op<Max>::name) +
+                    ": on a tw::fixed value only the extremum of all elements without keepdim is supported");
+      auto better = [](const auto& a, const auto& b)
+                        TOWER_INLINE_LAMBDA { return static_cast<bool>(Max ? gt(a, b) : lt(a, b)); };
       const double start = Max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
       std::size_t best = 0;
       bool found = false, nan = false;
@@ -261,8 +288,9 @@ struct fixed_rule<extremum_op<Max>> {
         nan = nan || static_cast<bool>(ne(x.e[i], x.e[i]));
         if (found ? better(x.e[i], x.e[best]) : better(x.e[i], start)) best = i, found = true;
       }
-      if (nan) return fixeds::tree_sum<0, static_cast<std::size_t>(X::size)>([&](auto j) { return x.e[decltype(j)::value]; }) *
-                      std::numeric_limits<double>::quiet_NaN();
+      if (nan)
+        return fixeds::tree_sum<0, static_cast<std::size_t>(X::size)>([&](auto j) { return x.e[decltype(j)::value]; }) *
+               std::numeric_limits<double>::quiet_NaN();
       auto ties = x.e[best] - x.e[best];
       double k = 1;
       for (std::size_t i = 0; i < static_cast<std::size_t>(X::size); ++i)
@@ -274,13 +302,18 @@ struct fixed_rule<extremum_op<Max>> {
 }  // namespace detail
 
 // Public spellings: f(x) over all dims; f(x, dim, keepdim); f(x, {dims...}, keepdim).
-#define TOWER_REDUCTION_FN(NAME)                                                                            \
-  template <operand X> auto NAME(const X& x) { return call_op(NAME##_op{{}, {{}, false, true}}, x); }          \
-  template <operand X> auto NAME(const X& x, std::int64_t dim, bool keepdim = false) {                      \
-    return call_op(NAME##_op{{}, {{dim}, keepdim, false}}, x);                                                  \
-  }                                                                                                         \
-  template <operand X> auto NAME(const X& x, shape_t dims, bool keepdim = false) {        \
-    return call_op(NAME##_op{{}, {std::move(dims), keepdim, false}}, x);                                        \
+#define TOWER_REDUCTION_FN(NAME)                                         \
+  template <operand X>                                                   \
+  auto NAME(const X& x) {                                                \
+    return call_op(NAME##_op{{}, {{}, false, true}}, x);                 \
+  }                                                                      \
+  template <operand X>                                                   \
+  auto NAME(const X& x, std::int64_t dim, bool keepdim = false) {        \
+    return call_op(NAME##_op{{}, {{dim}, keepdim, false}}, x);           \
+  }                                                                      \
+  template <operand X>                                                   \
+  auto NAME(const X& x, shape_t dims, bool keepdim = false) {            \
+    return call_op(NAME##_op{{}, {std::move(dims), keepdim, false}}, x); \
   }
 /// @name Reductions: prod, amax, amin
 /// `tw::prod(x)` over all elements, `tw::prod(x, dim, keepdim)` over one dim,
@@ -304,25 +337,38 @@ template <class X>
 double reduced_count(const char* op, const reduction_dims& r, const X& x) {
   const shape_t xs = shape(x);
   double n = 1;
-  for (auto d : r.dims_for(op, static_cast<std::int64_t>(xs.size()))) n *= static_cast<double>(xs[static_cast<std::size_t>(d)]);
+  for (auto d : r.dims_for(op, static_cast<std::int64_t>(xs.size())))
+    n *= static_cast<double>(xs[static_cast<std::size_t>(d)]);
   return n;
 }
-template <class X> TOWER_ALWAYS_INLINE auto sum_r(const X& x, const reduction_dims& r) { return call_op(sum_op{r.dims, r.keepdim, r.all}, x); }
-template <class X> TOWER_ALWAYS_INLINE auto amax_r(const X& x, const reduction_dims& r) { return call_op(amax_op{{}, r}, x); }
+template <class X>
+TOWER_ALWAYS_INLINE auto sum_r(const X& x, const reduction_dims& r) {
+  return call_op(sum_op{r.dims, r.keepdim, r.all}, x);
+}
+template <class X>
+TOWER_ALWAYS_INLINE auto amax_r(const X& x, const reduction_dims& r) {
+  return call_op(amax_op{{}, r}, x);
+}
 }  // namespace detail
 
 // Reductions composed of the primitives above (their rules follow from the composition).
-#define TOWER_COMPOSITE_REDUCTION(NAME)                                                                     \
-  template <operand X> auto NAME(const X& x) { return NAME##_impl(x, reduction_dims{{}, false, true}); }   \
-  template <operand X> auto NAME(const X& x, std::int64_t dim, bool keepdim = false) {                      \
-    return NAME##_impl(x, reduction_dims{{dim}, keepdim, false});                                           \
-  }                                                                                                         \
-  template <operand X> auto NAME(const X& x, shape_t dims, bool keepdim = false) {        \
-    return NAME##_impl(x, reduction_dims{std::move(dims), keepdim, false});                                 \
+#define TOWER_COMPOSITE_REDUCTION(NAME)                                     \
+  template <operand X>                                                      \
+  auto NAME(const X& x) {                                                   \
+    return NAME##_impl(x, reduction_dims{{}, false, true});                 \
+  }                                                                         \
+  template <operand X>                                                      \
+  auto NAME(const X& x, std::int64_t dim, bool keepdim = false) {           \
+    return NAME##_impl(x, reduction_dims{{dim}, keepdim, false});           \
+  }                                                                         \
+  template <operand X>                                                      \
+  auto NAME(const X& x, shape_t dims, bool keepdim = false) {               \
+    return NAME##_impl(x, reduction_dims{std::move(dims), keepdim, false}); \
   }
 
 /// Mean over dims.
-template <class X> auto mean_impl(const X& x, const reduction_dims& r) {
+template <class X>
+auto mean_impl(const X& x, const reduction_dims& r) {
   return detail::sum_r(x, r) * (1.0 / detail::reduced_count("mean", r, x));
 }
 /// @name mean
@@ -341,7 +387,8 @@ TOWER_COMPOSITE_REDUCTION(mean)
 /// inf - inf, and the gradient is the softmax of x - m, finite there too (a +inf element takes
 /// all of it, all -inf share it). A finite m keeps x - m everywhere: at tied maxima its
 /// derivative is not 0, and the second derivatives need it.
-template <class X> auto logsumexp_impl(const X& x, const reduction_dims& r) {
+template <class X>
+auto logsumexp_impl(const X& x, const reduction_dims& r) {
   const reduction_dims kept{r.dims, true, r.all};
   auto m = detail::amax_r(x, kept);
   auto at_infinite_max = eq(x, m) * eq(abs(m), std::numeric_limits<double>::infinity());
@@ -376,19 +423,23 @@ TOWER_COMPOSITE_REDUCTION(logsumexp)
 /// if (tw::var(x).item() != 3.5 || tw::var(x, 1)(0) != 1.0) throw std::runtime_error("var");
 /// if (std::abs(tw::var(x, tw::shape_t{1}, false, 0.0)(0) - 2.0 / 3) > 1e-15) throw std::runtime_error("population var");
 /// \endcode
-template <operand X> auto var(const X& x, shape_t dims, bool keepdim = false, double correction = 1.0) {
+template <operand X>
+auto var(const X& x, shape_t dims, bool keepdim = false, double correction = 1.0) {
   const reduction_dims r{std::move(dims), keepdim, false}, kept{r.dims, true, false};
   const double n = detail::reduced_count("var", r, x);
-  if (n - correction <= 0) throw error("var: " + std::to_string(n) + " elements are too few for correction " + std::to_string(correction));
+  if (n - correction <= 0)
+    throw error("var: " + std::to_string(n) + " elements are too few for correction " + std::to_string(correction));
   auto d = x - mean_impl(x, kept);
   return detail::sum_r(d * d, r) * (1.0 / (n - correction));
 }
 /// Variance over one dim.
-template <operand X> auto var(const X& x, std::int64_t dim, bool keepdim = false, double correction = 1.0) {
+template <operand X>
+auto var(const X& x, std::int64_t dim, bool keepdim = false, double correction = 1.0) {
   return var(x, shape_t{dim}, keepdim, correction);
 }
 /// Unbiased variance of all elements.
-template <operand X> auto var(const X& x) {
+template <operand X>
+auto var(const X& x) {
   shape_t all(static_cast<std::size_t>(rank(x)));
   std::iota(all.begin(), all.end(), 0);
   return var(x, std::move(all));
@@ -400,12 +451,27 @@ template <operand X> auto var(const X& x) {
 struct norm_sqrt_op {
   static constexpr const char* name = "norm";
   static constexpr bool elementwise = true;
-  template <class X> auto base(const X& x) const { return kernels::map(x, [](auto v) { return std::sqrt(v); }); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
+  template <class X>
+  auto base(const X& x) const {
+    return kernels::map(x, [](auto v) { return std::sqrt(v); });
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return call_op(*this, x.value);
+  }
   /// 1 / (2 out), and 0 where out is 0.
-  template <class O> static auto half_reciprocal(const O& out) { return ne(out, 0.0) * 0.5 / (out + eq(out, 0.0)); }
-  template <class G, class O, class X> auto vjp(const G& g, const O& out, const X&) const { return std::make_tuple(g * half_reciprocal(out)); }
-  template <class O, class X, class T> auto jvp(const O& out, const X&, const T& t) const { return t * half_reciprocal(out); }
+  template <class O>
+  static auto half_reciprocal(const O& out) {
+    return ne(out, 0.0) * 0.5 / (out + eq(out, 0.0));
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O& out, const X&) const {
+    return std::make_tuple(g * half_reciprocal(out));
+  }
+  template <class O, class X, class T>
+  auto jvp(const O& out, const X&, const T& t) const {
+    return t * half_reciprocal(out);
+  }
 };
 
 /// Vector p-norm over dims (p = 1, 2, or infinity); ord 2 is the default, as torch.linalg.vector_norm.
@@ -415,7 +481,8 @@ struct norm_sqrt_op {
 /// if (tw::norm(x, INFINITY).item() != 6 || tw::norm(x, 2.0, 1)(0) != std::sqrt(14.0)) throw std::runtime_error("norm dims");
 /// \endcode
 /// The derivative at a zero vector is 0 for every p, as torch's.
-template <operand X> auto norm(const X& x, double p, shape_t dims, bool keepdim = false) {
+template <operand X>
+auto norm(const X& x, double p, shape_t dims, bool keepdim = false) {
   const bool all = dims.empty();
   const reduction_dims r{std::move(dims), keepdim, all};
   auto two = [&] { return call_op(norm_sqrt_op{}, detail::sum_r(x * x, r)); };
@@ -428,10 +495,17 @@ template <operand X> auto norm(const X& x, double p, shape_t dims, bool keepdim 
   throw error("norm: p = " + std::to_string(p) + " is not supported (use 1, 2 or infinity)");
 }
 /// The p-norm of all elements (p = 1, 2 or infinity).
-template <operand X> auto norm(const X& x, double p) { return norm(x, p, shape_t{}); }
+template <operand X>
+auto norm(const X& x, double p) {
+  return norm(x, p, shape_t{});
+}
 /// The 2-norm of all elements: the p = 2 branch alone (no branch on p at run time).
-template <operand X> auto norm(const X& x) { return call_op(norm_sqrt_op{}, detail::sum_r(x * x, reduction_dims{{}, false, true})); }
-template <operand X> auto norm(const X& x, double p, std::int64_t dim, bool keepdim = false) {
+template <operand X>
+auto norm(const X& x) {
+  return call_op(norm_sqrt_op{}, detail::sum_r(x * x, reduction_dims{{}, false, true}));
+}
+template <operand X>
+auto norm(const X& x, double p, std::int64_t dim, bool keepdim = false) {
   return norm(x, p, shape_t{dim}, keepdim);
 }
 

@@ -16,15 +16,20 @@ struct reshape_op {
   static constexpr const char* name = "reshape";
   static constexpr bool linear = true;  // runtime_trace.hpp
   shape_t target;
-  template <class X> auto base(const X& x) const { return kernels::reshape(x, target); }
-  template <class BS, class X> auto batch(BS bs, const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
+    return kernels::reshape(x, target);
+  }
+  template <class BS, class X>
+  auto batch(BS bs, const X& x) const {
     shape_t s = kernels::infer_shape("reshape", target, numel_of(logical_shape(x)), logical_shape(x));
     s.insert(s.begin(), bs);
     return call_op(reshape_op{s}, x.value);
   }
   /// With the batch last (batched::batch_last): examples stay interleaved the same way, so the
   /// physical value is reshaped to target + [B], no copy.
-  template <class BS, class X> auto batch_last_rule(BS bs, const X& x) const {
+  template <class BS, class X>
+  auto batch_last_rule(BS bs, const X& x) const {
     using P = std::remove_cvref_t<decltype(x.value)>;
     std::optional<P> r;
     if constexpr (is_tensor_v<P> && decltype(x.batched)::value) {
@@ -35,10 +40,14 @@ struct reshape_op {
     }
     return r;
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X& x) const {
     return std::make_tuple(call_op(reshape_op{shape(x)}, g));
   }
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return call_op(*this, t);
+  }
 };
 
 /// x with a new shape (one entry may be -1); the data order is unchanged.
@@ -47,7 +56,9 @@ struct reshape_op {
 /// if (y.shape() != tw::shape_t{3, 2} || y(2, 1) != 5) throw std::runtime_error("reshape");
 /// \endcode
 template <operand X>
-TOWER_ALWAYS_INLINE auto reshape(const X& x, shape_t s) { return call_op(reshape_op{std::move(s)}, x); }
+TOWER_ALWAYS_INLINE auto reshape(const X& x, shape_t s) {
+  return call_op(reshape_op{std::move(s)}, x);
+}
 
 /// Sums g down to the logical shape of x (the VJP of broadcasting).
 template <class G, class X>
@@ -57,21 +68,30 @@ struct broadcast_to_op {
   static constexpr const char* name = "broadcast_to";
   static constexpr bool linear = true;  // runtime_trace.hpp
   shape_t target;
-  template <class X> auto base(const X& x) const { return kernels::broadcast_to(x, target); }
-  template <class BS, class X> auto batch(BS bs, const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
+    return kernels::broadcast_to(x, target);
+  }
+  template <class BS, class X>
+  auto batch(BS bs, const X& x) const {
     shape_t padded = logical_shape(x);
     if (padded.size() > target.size())
-      throw error("broadcast_to: cannot broadcast shape " + detail::shape_str(padded) + " to " + detail::shape_str(target));
+      throw error("broadcast_to: cannot broadcast shape " + detail::shape_str(padded) + " to " +
+                  detail::shape_str(target));
     padded.insert(padded.begin(), target.size() - padded.size(), 1);
     padded.insert(padded.begin(), bs);
     shape_t physical = target;
     physical.insert(physical.begin(), bs);
     return call_op(broadcast_to_op{physical}, call_op(reshape_op{padded}, x.value));
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X& x) const {
     return std::make_tuple(sum_to_like(g, x));
   }
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return call_op(*this, t);
+  }
 };
 
 /// broadcast_to(x, shape): x broadcast to `shape` (NumPy's rules).
@@ -89,19 +109,26 @@ struct movedim_op {
   static constexpr const char* name = "movedim";
   static constexpr bool linear = true;  // runtime_trace.hpp
   std::int64_t src, dst;
-  template <class X> auto base(const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
     static_assert(is_tensor_v<X>, "movedim: needs a tensor");
     return kernels::movedim(x, src, dst);
   }
-  template <class BS, class X> auto batch(BS, const X& x) const {
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
     const std::int64_t r = logical_rank(x);
-    return call_op(movedim_op{kernels::check_dim(name, src, r, logical_shape(x)) + 1, kernels::check_dim(name, dst, r, logical_shape(x)) + 1},
+    return call_op(movedim_op{kernels::check_dim(name, src, r, logical_shape(x)) + 1,
+                              kernels::check_dim(name, dst, r, logical_shape(x)) + 1},
                    x.value);
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const {
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X&) const {
     return std::make_tuple(call_op(movedim_op{dst, src}, g));
   }
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return call_op(*this, t);
+  }
 };
 
 /// x with dimension `src` moved to position `dst`.
@@ -110,22 +137,32 @@ struct movedim_op {
 /// if (y.shape() != tw::shape_t{2, 3, 1} || y(1, 0, 0) != 3) throw std::runtime_error("movedim");
 /// \endcode
 template <operand X>
-TOWER_ALWAYS_INLINE auto movedim(const X& x, std::int64_t src, std::int64_t dst) { return call_op(movedim_op{src, dst}, x); }
+TOWER_ALWAYS_INLINE auto movedim(const X& x, std::int64_t src, std::int64_t dst) {
+  return call_op(movedim_op{src, dst}, x);
+}
 
 /// The single value of a one-element value, as a scalar at every level.
 struct item_op {
   static constexpr const char* name = "item";
-  template <class X> auto base(const X& x) const { return kernels::item(x); }
-  template <class BS, class X> auto batch(BS bs, const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
+    return kernels::item(x);
+  }
+  template <class BS, class X>
+  auto batch(BS bs, const X& x) const {
     if (numel_of(logical_shape(x)) != 1)
       throw error("item: value of shape " + detail::shape_str(logical_shape(x)) + " has more than one element");
     return call_op(reshape_op{{bs}}, x.value);
   }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X& x) const {
     if constexpr (is_scalar_type_v<X>) return std::make_tuple(g);
     else return std::make_tuple(call_op(reshape_op{shape(x)}, g));
   }
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return call_op(*this, t);
+  }
 };
 
 /// item(x): a one-element value as a rank-0 value (a number under every transform).
@@ -138,13 +175,23 @@ inline constexpr op_fn<item_op> item{};
 /// A scalar as a rank-0 tensor, at every level.
 struct to_tensor_op {
   static constexpr const char* name = "to_tensor";
-  template <class X> auto base(const X& x) const { return kernels::as_tensor<kernels::element_t<X>>(x); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return x.value; }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const {
+  template <class X>
+  auto base(const X& x) const {
+    return kernels::as_tensor<kernels::element_t<X>>(x);
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return x.value;
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X&) const {
     if constexpr (is_scalar_type_v<X>) return std::make_tuple(call_op(item_op{}, g));
     else return std::make_tuple(g);
   }
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return call_op(*this, t);
+  }
 };
 
 /// A value with its elements converted to T (float <-> double), at every level: grad's adjoint
@@ -152,7 +199,8 @@ struct to_tensor_op {
 template <class T>
 struct element_cast_op {
   static constexpr const char* name = "element_cast";
-  template <class X> auto base(const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
     if constexpr (is_tensor_v<X>) {
       buffer<T> b(static_cast<std::size_t>(x.numel()));
       for (std::int64_t i = 0; i < x.numel(); ++i) b[static_cast<std::size_t>(i)] = static_cast<T>(x.data()[i]);
@@ -161,11 +209,18 @@ struct element_cast_op {
       return static_cast<T>(x);
     }
   }
-  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const {
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return call_op(*this, x.value);
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X&) const {
     return std::make_tuple(call_op(element_cast_op<scalar_type_t<X>>{}, g));
   }
-  template <class O, class X, class Tn> auto jvp(const O&, const X&, const Tn& t) const { return call_op(*this, t); }
+  template <class O, class X, class Tn>
+  auto jvp(const O&, const X&, const Tn& t) const {
+    return call_op(*this, t);
+  }
 };
 
 /// Creation ops: their result does not depend on x's values, so grad does not record them.
@@ -174,8 +229,14 @@ struct ones_like_op {
   static constexpr bool elementwise = true;
   static constexpr bool shape_only = true;  // a fused runtime vmap folds it to constants
   static constexpr bool differentiable = false;
-  template <class X> auto base(const X& x) const { return kernels::filled(x, 1.0); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
+  template <class X>
+  auto base(const X& x) const {
+    return kernels::filled(x, 1.0);
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return call_op(*this, x.value);
+  }
 };
 /// The op of tw::zeros_like.
 struct zeros_like_op {
@@ -183,8 +244,14 @@ struct zeros_like_op {
   static constexpr bool elementwise = true;
   static constexpr bool shape_only = true;  // a fused runtime vmap folds it to constants
   static constexpr bool differentiable = false;
-  template <class X> auto base(const X& x) const { return kernels::filled(x, 0.0); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
+  template <class X>
+  auto base(const X& x) const {
+    return kernels::filled(x, 0.0);
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return call_op(*this, x.value);
+  }
 };
 
 /// A value of x's shape filled with `fill`.
@@ -194,8 +261,14 @@ struct full_like_op {
   static constexpr bool shape_only = true;  // a fused runtime vmap folds it to constants
   static constexpr bool differentiable = false;
   double fill;
-  template <class X> auto base(const X& x) const { return kernels::filled(x, fill); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
+  template <class X>
+  auto base(const X& x) const {
+    return kernels::filled(x, fill);
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return call_op(*this, x.value);
+  }
 };
 
 /// full_like(x, fill): x's shape filled with `fill` (not differentiated).
@@ -204,7 +277,10 @@ struct full_like_op {
 /// if (tw::full_like(x, 3.0)(1) != 3 || tw::ones_like(x)(0) != 1 || tw::zeros_like(x)(1) != 0) throw std::runtime_error("like");
 /// if (tw::grad([](auto v) { return v * tw::sum(tw::ones_like(v)); })(2.0) != 1.0) throw std::runtime_error("not differentiated");
 /// \endcode
-template <operand X> TOWER_ALWAYS_INLINE auto full_like(const X& x, double fill) { return call_op(full_like_op{fill}, x); }
+template <operand X>
+TOWER_ALWAYS_INLINE auto full_like(const X& x, double fill) {
+  return call_op(full_like_op{fill}, x);
+}
 
 /// ones_like(x): ones of x's shape (not differentiated).
 inline constexpr op_fn<ones_like_op> ones_like{};
@@ -215,14 +291,24 @@ namespace detail {
 /// Zeros of x's shape: the tangent jvp gives an input not at its level, which the rule is told
 /// to skip (tangent_inputs_scope), so a plain tensor's are kept and shared (kept_tensors.hpp;
 /// filling them was 11% of jacfwd on a 64 x 64 map).
-template <class X> auto zeros_like_value(const X& x) {
-  if constexpr (is_tensor_v<X>) return kept_per_thread<kernels::element_t<X>>(x.shape(), [&] { return call_op(zeros_like_op{}, x); });
+template <class X>
+auto zeros_like_value(const X& x) {
+  if constexpr (is_tensor_v<X>)
+    return kept_per_thread<kernels::element_t<X>>(x.shape(), [&] { return call_op(zeros_like_op{}, x); });
   else return call_op(zeros_like_op{}, x);
 }
-template <class X> TOWER_ALWAYS_INLINE auto reshape_value(const X& x, const shape_t& s) { return call_op(reshape_op{s}, x); }
-template <class X> TOWER_ALWAYS_INLINE auto broadcast_values(const X& x, const shape_t& s) { return call_op(broadcast_to_op{s}, x); }
+template <class X>
+TOWER_ALWAYS_INLINE auto reshape_value(const X& x, const shape_t& s) {
+  return call_op(reshape_op{s}, x);
+}
+template <class X>
+TOWER_ALWAYS_INLINE auto broadcast_values(const X& x, const shape_t& s) {
+  return call_op(broadcast_to_op{s}, x);
+}
 template <class V, class G>
-auto element_cast_adjoint(const G& g) { return call_op(element_cast_op<scalar_type_t<V>>{}, g); }
+auto element_cast_adjoint(const G& g) {
+  return call_op(element_cast_op<scalar_type_t<V>>{}, g);
+}
 template <class V, class G>
 auto cast_adjoint(const G& g) {
   if constexpr (is_scalar_type_v<V>) return call_op(item_op{}, g);

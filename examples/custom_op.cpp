@@ -18,24 +18,30 @@ struct normalize_op {
   static constexpr const char* name = "normalize";
 
   // Base kernel on plain tensors (double or float): called at the bottom of every dispatch.
-  template <class X> auto base(const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
     using T = tw::kernels::element_t<X>;
-    const tw::tensor<T> n = tw::kernels::map(tw::kernels::sum(tw::kernels::map(x, [](T v) { return v * v; }), {-1}, true),
-                                             [](T v) { return std::sqrt(v); });
+    const tw::tensor<T> n = tw::kernels::map(
+        tw::kernels::sum(tw::kernels::map(x, [](T v) { return v * v; }), {-1}, true), [](T v) { return std::sqrt(v); });
     return tw::kernels::zip("normalize", x, n, [](T a, T b) { return a / b; });
   }
 
   // Batching rule: the physical value has the batch in dim 0; the op is row-wise, so it applies
   // as is. (A rule gets bval{value, batched} per argument; see dsl/ for rules that must line up
   // batched and unbatched arguments.)
-  template <class BS, class X> auto batch(BS, const X& x) const { return tw::call_op(*this, x.value); }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return tw::call_op(*this, x.value);
+  }
 
   // Derivative rules, written with tower's ops so they work at every level (grad of grad,
   // vmap of grad) and on both paths.
-  template <class G, class O, class X> auto vjp(const G& g, const O& y, const X& x) const {
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O& y, const X& x) const {
     return std::make_tuple((g - y * tw::sum(g * y, -1, true)) / tw::norm(x, 2.0, -1, true));
   }
-  template <class O, class X, class T> auto jvp(const O& y, const X& x, const T& t) const {
+  template <class O, class X, class T>
+  auto jvp(const O& y, const X& x, const T& t) const {
     return (t - y * tw::sum(t * y, -1, true)) / tw::norm(x, 2.0, -1, true);
   }
 };
@@ -46,7 +52,8 @@ int main() {
   // Cosine-similarity loss of one example: 1 - <normalize(W x), normalize(y)>.
   auto loss = [](auto w, auto x, auto y) { return 1.0 - tw::sum(normalize(tw::matmul(w, x)) * normalize(y)); };
 
-  const tw::tensor<double> W = tw::randn<double>({3, 4}, 1), X = tw::randn<double>({5, 4}, 2), Y = tw::randn<double>({5, 3}, 3);
+  const tw::tensor<double> W = tw::randn<double>({3, 4}, 1), X = tw::randn<double>({5, 4}, 2),
+                           Y = tw::randn<double>({5, 3}, 3);
 
   // Per-example gradients wrt W: vmap(grad) with W shared, on the static path...
   const tw::tensor<double> G = tw::vmap(tw::grad(loss), tw::in_dims(tw::none, 0, 0))(W, X, Y);
@@ -67,7 +74,8 @@ int main() {
     max_err = std::max({max_err, std::abs(G.data()[i] - fd), std::abs(Gr.data()[i] - G.data()[i])});
   }
   std::printf("per-example gradients of a cosine loss through a custom op: shape [%lld, %lld, %lld]\n",
-              static_cast<long long>(G.shape()[0]), static_cast<long long>(G.shape()[1]), static_cast<long long>(G.shape()[2]));
+              static_cast<long long>(G.shape()[0]), static_cast<long long>(G.shape()[1]),
+              static_cast<long long>(G.shape()[2]));
   std::printf("max |vmap(grad) - finite differences| (example 0), |static - runtime|: %.3g\n", max_err);
   return max_err < 1e-6 ? 0 : 1;
 }

@@ -36,7 +36,9 @@ int main(int argc, char** argv) {
   // The data set (every rank can make all of it; it keeps only its shard).
   const std::int64_t N = 4096, d = 8;
   if (N % ranks != 0) {
-    if (rank == 0) std::fprintf(stderr, "data_parallel_sgd: %lld examples do not split over %d ranks\n", static_cast<long long>(N), ranks);
+    if (rank == 0)
+      std::fprintf(stderr, "data_parallel_sgd: %lld examples do not split over %d ranks\n", static_cast<long long>(N),
+                   ranks);
     MPI_Finalize();
     return 1;
   }
@@ -55,7 +57,8 @@ int main(int argc, char** argv) {
   // The same on the runtime path, written as JAX's pmap idiom: the pmean of the local gradients.
   using tw::dyn::value;
   std::function<value(value, value, value)> erased = [](value w, value Xs, value ys) { return loss(w, Xs, ys); };
-  auto global_grad_rt = tw::pmap([&](value w, value Xs, value ys) { return tw::pmean(tw::grad(erased)(w, Xs, ys)); }, MPI_COMM_WORLD);
+  auto global_grad_rt =
+      tw::pmap([&](value w, value Xs, value ys) { return tw::pmean(tw::grad(erased)(w, Xs, ys)); }, MPI_COMM_WORLD);
 
   // Per-example gradients of the shard, gathered: [ranks, n, d] on every rank.
   auto per_example = tw::pmap(
@@ -87,8 +90,10 @@ int main(int argc, char** argv) {
   if (rank == 0)
     std::printf(
         "data-parallel SGD on %d ranks, %lld examples of %lld features, 10 steps: loss %.6f\n"
-        "max |gradient - full-batch gradient|: %.3g (static), %.3g (runtime); max |w - w_ref|: %.3g; per-example gradients: %.3g\n",
-        ranks, static_cast<long long>(N), static_cast<long long>(d), final_loss, grad_err, grad_rt_err, weight_err, pe_err);
+        "max |gradient - full-batch gradient|: %.3g (static), %.3g (runtime); max |w - w_ref|: %.3g; per-example "
+        "gradients: %.3g\n",
+        ranks, static_cast<long long>(N), static_cast<long long>(d), final_loss, grad_err, grad_rt_err, weight_err,
+        pe_err);
   if (!ok) std::fprintf(stderr, "data_parallel_sgd: rank %d differs from the single-process run\n", rank);
   MPI_Finalize();
   return ok ? 0 : 1;

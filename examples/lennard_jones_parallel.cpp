@@ -41,7 +41,8 @@ auto best_of_5(F&& f, double& ms) {
 }
 
 bool same_bits(const tw::tensor<double>& a, const tw::tensor<double>& b) {
-  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * sizeof(double)) == 0;
+  return a.shape() == b.shape() &&
+         std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * sizeof(double)) == 0;
 }
 
 }  // namespace
@@ -64,13 +65,15 @@ int main() {
   const auto parallel = best_of_5([&] { return tw::vmap(tw::grad(energy), tw::parallel)(R); }, parallel_ms);
   ok = ok && same_bits(serial, parallel);
   std::printf("Lennard-Jones forces, B = %lld, static path:  serial %.2f ms, parallel %.2f ms (%.2fx), bits %s\n",
-              static_cast<long long>(B), serial_ms, parallel_ms, serial_ms / parallel_ms, same_bits(serial, parallel) ? "equal" : "DIFFER");
+              static_cast<long long>(B), serial_ms, parallel_ms, serial_ms / parallel_ms,
+              same_bits(serial, parallel) ? "equal" : "DIFFER");
 
   // Runtime path (energy type-erased).
   using tw::dyn::value;
   std::function<value(value)> erased = [](value r) { return energy(r); };
   const auto serial_r = best_of_5([&] { return tw::vmap(tw::grad(erased))(R).to_tensor(); }, serial_ms);
-  const auto parallel_r = best_of_5([&] { return tw::vmap(tw::grad(erased), tw::parallel)(R).to_tensor(); }, parallel_ms);
+  const auto parallel_r =
+      best_of_5([&] { return tw::vmap(tw::grad(erased), tw::parallel)(R).to_tensor(); }, parallel_ms);
   ok = ok && same_bits(serial_r, parallel_r);
   std::printf("Lennard-Jones forces, B = %lld, runtime path: serial %.2f ms, parallel %.2f ms (%.2fx), bits %s\n",
               static_cast<long long>(B), serial_ms, parallel_ms, serial_ms / parallel_ms,

@@ -35,7 +35,8 @@ int main() {
   double jacobian_err = 0;
   for (std::int64_t i = 0; i < m; ++i) {
     const double e = std::exp(-theta(1) * t(i));
-    jacobian_err = std::max({jacobian_err, std::abs(J0(i, 0) - e), std::abs(J0(i, 1) + theta(0) * t(i) * e), std::abs(J0(i, 2) - 1.0)});
+    jacobian_err = std::max(
+        {jacobian_err, std::abs(J0(i, 0) - e), std::abs(J0(i, 1) + theta(0) * t(i) * e), std::abs(J0(i, 2) - 1.0)});
   }
   std::printf("jacfwd: J [%lld, %lld], max |J - analytic| = %.2g\n", (long long)J0.shape()[0], (long long)J0.shape()[1],
               jacobian_err);
@@ -57,8 +58,8 @@ int main() {
   }
 
   const double err = std::max({std::abs(theta(0) - a_true), std::abs(theta(1) - b_true), std::abs(theta(2) - c_true)});
-  std::printf("Levenberg-Marquardt: %d iterations, (a, b, c) = (%.9f, %.9f, %.9f), cost %.2g\n", iterations, theta(0), theta(1),
-              theta(2), cost(theta));
+  std::printf("Levenberg-Marquardt: %d iterations, (a, b, c) = (%.9f, %.9f, %.9f), cost %.2g\n", iterations, theta(0),
+              theta(1), theta(2), cost(theta));
   std::printf("max |parameter - truth| = %.2g\n", err);
   return jacobian_err < 1e-12 && iterations < 200 && err < 1e-8 ? 0 : 1;
 }

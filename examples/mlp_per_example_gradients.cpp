@@ -41,7 +41,8 @@ int main() {
   for (std::int64_t b = 0; b < B; ++b) {
     tw::tensor<double> xb({d}, std::vector<double>(X.data() + b * d, X.data() + (b + 1) * d));
     const auto g = tw::grad(loss)(params, xb, Y(b));
-    for (std::int64_t i = 0; i < g.W1.numel(); ++i) worst = std::max(worst, std::abs(g.W1.data()[i] - G.W1.data()[b * h * d + i]));
+    for (std::int64_t i = 0; i < g.W1.numel(); ++i)
+      worst = std::max(worst, std::abs(g.W1.data()[i] - G.W1.data()[b * h * d + i]));
     std::printf("example %lld: |dL/db2| = %.6f\n", (long long)b, std::abs(G.b2(b)));
   }
   std::printf("max |vmap(grad) - loop of grad| over W1: %.3g\n", worst);

@@ -32,7 +32,8 @@ int main() {
     xp.data()[j] += 1e-5;
     xm.data()[j] -= 1e-5;
     const tw::tensor<double> gp = tw::grad(f)(xp), gm = tw::grad(f)(xm);
-    for (std::int64_t i = 0; i < n; ++i) hessian_err = std::max(hessian_err, std::abs(H0(i, j) - (gp(i) - gm(i)) / 2e-5));
+    for (std::int64_t i = 0; i < n; ++i)
+      hessian_err = std::max(hessian_err, std::abs(H0(i, j) - (gp(i) - gm(i)) / 2e-5));
   }
   std::printf("hessian at the start: [%lld, %lld], max |H - finite differences of grad| = %.2g\n",
               (long long)H0.shape()[0], (long long)H0.shape()[1], hessian_err);
@@ -58,11 +59,13 @@ int main() {
     double t = 1;
     while (value(x - t * p) > fx - 1e-4 * t * slope && t > 1e-12) t /= 2;
     x = x - t * p;
-    std::printf("step %2d: f = %.3e, |grad f| = %.3e, shift %g, step length %g\n", iterations + 1, value(x), gnorm, mu, t);
+    std::printf("step %2d: f = %.3e, |grad f| = %.3e, shift %g, step length %g\n", iterations + 1, value(x), gnorm, mu,
+                t);
   }
 
   double dist = 0;
   for (std::int64_t i = 0; i < n; ++i) dist = std::max(dist, std::abs(x(i) - 1.0));
-  std::printf("Newton: %d iterations, max |x - 1| = %.2g, f = %.2g, |grad f| = %.2g\n", iterations, dist, value(x), gnorm);
+  std::printf("Newton: %d iterations, max |x - 1| = %.2g, f = %.2g, |grad f| = %.2g\n", iterations, dist, value(x),
+              gnorm);
   return hessian_err < 1e-4 && iterations < 100 && dist < 1e-8 ? 0 : 1;
 }

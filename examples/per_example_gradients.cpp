@@ -71,8 +71,8 @@ int main() {
   });
 
   const double diff_static = max_abs_diff(G, Gl), diff_runtime = max_abs_diff(Gr, Gl);
-  std::printf("tower %d.%d.%d: per-example gradients of the logistic loss log(1 + exp(-y <w, x>))\n", TOWER_VERSION_MAJOR,
-              TOWER_VERSION_MINOR, TOWER_VERSION_PATCH);
+  std::printf("tower %d.%d.%d: per-example gradients of the logistic loss log(1 + exp(-y <w, x>))\n",
+              TOWER_VERSION_MAJOR, TOWER_VERSION_MINOR, TOWER_VERSION_PATCH);
   std::printf("  w: [%lld] shared; x: [%lld, %lld], y: [%lld] batched along dim 0\n", static_cast<long long>(d),
               static_cast<long long>(B), static_cast<long long>(d), static_cast<long long>(B));
   std::printf("  result: G = vmap(grad(loss), in_dims(none, 0, 0))(w, X, Y), shape [%lld, %lld]\n",
@@ -82,8 +82,9 @@ int main() {
   std::printf("  %-36s %10.3f %28.3g\n", "vmap(grad), static path", static_ms, diff_static);
   std::printf("  %-36s %10.3f %28.3g\n", "vmap(grad), runtime path", runtime_ms, diff_runtime);
   std::printf("  %-36s %10.3f %28s\n", "loop of grad over the examples", loop_ms, "(reference)");
-  std::printf("\n  loop time / vmap(grad) time: %.1f on the static path, %.1f on the runtime path (best of 5 runs each)\n",
-              loop_ms / static_ms, loop_ms / runtime_ms);
+  std::printf(
+      "\n  loop time / vmap(grad) time: %.1f on the static path, %.1f on the runtime path (best of 5 runs each)\n",
+      loop_ms / static_ms, loop_ms / runtime_ms);
   const bool ok = diff_static < 1e-12 && diff_runtime < 1e-12 && G.shape() == tw::shape_t{B, d};
   std::printf("  check: %s\n", ok ? "vmap(grad) agrees with the loop of grad on both paths" : "MISMATCH");
   return ok ? 0 : 1;

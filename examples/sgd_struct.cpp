@@ -24,8 +24,8 @@ int main() {
   tw::tensor<double> Y = tw::zeros<double>({B});
   for (std::int64_t i = 0; i < B; ++i) Y.data()[i] = std::sin(2 * X(i, 0)) + 0.5 * X(i, 1);
 
-  mlp<tw::tensor<double>> params{0.5 * tw::randn<double>({h, d}, 2), tw::zeros<double>({h}), 0.5 * tw::randn<double>({h}, 3),
-                                 tw::tensor<double>(0.0)};
+  mlp<tw::tensor<double>> params{0.5 * tw::randn<double>({h, d}, 2), tw::zeros<double>({h}),
+                                 0.5 * tw::randn<double>({h}, 3), tw::tensor<double>(0.0)};
 
   // Mean squared error of the d-h-1 network over the batch.
   auto loss = [](const auto& p, const auto& x, const auto& y) {
@@ -46,8 +46,8 @@ int main() {
       (pm.*member).data()[i] -= 1e-6;
       fd_err = std::max(fd_err, std::abs((g.*member).data()[i] - (value(pp) - value(pm)) / 2e-6));
     }
-  std::printf("max |grad - finite differences| over all %lld parameters: %.2g\n",
-              (long long)(h * d + h + h + 1), fd_err);
+  std::printf("max |grad - finite differences| over all %lld parameters: %.2g\n", (long long)(h * d + h + h + 1),
+              fd_err);
 
   // SGD with momentum: v <- 0.9 v + g, p <- p - lr v, leaf by leaf.
   const double lr = 0.05, first = value(params);

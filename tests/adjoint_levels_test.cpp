@@ -20,8 +20,7 @@ template <class W>
 bool primal_unbatched_adjoint_batched() {
   if constexpr (tw::is_static_wrapper_v<W> && W::key == tw::transform_type::grad)
     return tw::level_of<typename W::primal_type>() == 0 && tw::level_of<typename W::adjoint_type>() > 0;
-  else
-    return false;
+  else return false;
 }
 }  // namespace
 
@@ -66,8 +65,12 @@ TEST_CASE("vmap(grad(grad-of-f)) and vmap(hessian) with an unbatched weight") {
   }
   // The runtime path gives the same numbers.
   using tw::dyn::value;
-  std::function<value(value, value)> inner_rt = [](value w_, value x) { return tw::sum(w_ * w_ * w_) + tw::sum(tw::sin(w_) * x); };
-  std::function<value(value, value)> outer_rt = [&](value w_, value x) { return tw::sum(tw::grad(inner_rt)(w_, x) * x); };
+  std::function<value(value, value)> inner_rt = [](value w_, value x) {
+    return tw::sum(w_ * w_ * w_) + tw::sum(tw::sin(w_) * x);
+  };
+  std::function<value(value, value)> outer_rt = [&](value w_, value x) {
+    return tw::sum(tw::grad(inner_rt)(w_, x) * x);
+  };
   require_close(tw::vmap(tw::grad(outer_rt), tw::in_dims(tw::none, 0))(w, X).to_tensor(), G, 1e-14);
 
   // Per-example Hessian of a function of a shared weight and an example: hessian = jacfwd(jacrev).

@@ -16,9 +16,9 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::shape_t;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 
@@ -26,9 +26,9 @@ using fn = std::function<value(value)>;
 
 struct transform_row {
   const char* name;
-  std::function<fn(fn)> apply;                                     // the tower transform
+  std::function<fn(fn)> apply;                                                // the tower transform
   std::function<tensor<double>(const fn&, const tensor<double>&)> reference;  // its definition
-  bool batches;                                                    // consumes a leading input dim
+  bool batches;                                                               // consumes a leading input dim
 };
 
 tensor<double> eval(const fn& g, const tensor<double>& x) { return g(value(x)).to_tensor(); }
@@ -66,7 +66,10 @@ const std::vector<transform_row>& transforms() {
          };
        },
        fd_sum_grad, false},
-      {"jvp", [](fn g) -> fn { return [g](value x) { return tw::jvp(g, std::tuple{x}, std::tuple{tw::ones_like(x)}).second; }; },
+      {"jvp",
+       [](fn g) -> fn {
+         return [g](value x) { return tw::jvp(g, std::tuple{x}, std::tuple{tw::ones_like(x)}).second; };
+       },
        [](const fn& g, const tensor<double>& x) {
          return (eval(g, x + fd_step) - eval(g, x - fd_step)) / (2 * fd_step);
        },

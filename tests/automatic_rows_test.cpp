@@ -86,7 +86,8 @@ TEST_CASE("automatic rows: every row size up to the limit, batched numbers and u
     calls = 0;
     const auto fast = tw::vmap(tw::grad(f, tw::argnums<0, 1>), tw::in_dims(0, 0, tw::none))(X, Y, 0.7);
     const int fast_calls = calls;
-    const auto ref = tw::vmap(tw::grad(f, tw::argnums<0, 1>), tw::in_dims(0, 0, tw::none), tw::strategy::batched)(X, Y, 0.7);
+    const auto ref =
+        tw::vmap(tw::grad(f, tw::argnums<0, 1>), tw::in_dims(0, 0, tw::none), tw::strategy::batched)(X, Y, 0.7);
     require_close(std::get<0>(fast), std::get<0>(ref), 1e-13);
     require_close(std::get<1>(fast), std::get<1>(ref), 1e-13);
     // A loop of grad over examples agrees too.
@@ -123,7 +124,8 @@ TEST_CASE("automatic rows: the cases it declines run batching rules, with the sa
   const tw::tensor<double> A = sample({2, 3}, -1, 1, 8);
   auto mm = counting([A](auto x) { return tw::sum(tw::tanh(tw::matmul(A, x))); }, calls);
   const auto G = tw::vmap(tw::grad(mm))(R);
-  for (std::int64_t b = 0; b < B; b += 17) require_close(tw::testing::row(G, b), tw::grad(mm)(tw::testing::row(R, b)), 1e-13);
+  for (std::int64_t b = 0; b < B; b += 17)
+    require_close(tw::testing::row(G, b), tw::grad(mm)(tw::testing::row(R, b)), 1e-13);
   CHECK(calls == 0);
   // An op that takes fixed values only in part (sum over dim 0 with keepdim) throws on the fixed
   // loop's first example; batching rules then run f, with their numbers.
@@ -188,7 +190,8 @@ TEST_CASE("automatic rows: per-example Jacobians and Hessians on small rows") {
   CHECK(calls >= B);
   CHECK(calls < B + 64);
   require_close(H, tw::vmap(tw::hessian(h), tw::strategy::batched)(X), 1e-12);
-  for (std::int64_t b = 0; b < B; b += 19) require_close(tw::testing::row(H, b), tw::hessian(h)(tw::testing::row(X, b)), 1e-12);
+  for (std::int64_t b = 0; b < B; b += 19)
+    require_close(tw::testing::row(H, b), tw::hessian(h)(tw::testing::row(X, b)), 1e-12);
 }
 
 TEST_CASE("automatic rows: a second-order loop's padded and overlapping blocks store every example once") {
@@ -199,7 +202,8 @@ TEST_CASE("automatic rows: a second-order loop's padded and overlapping blocks s
     const tw::tensor<double> H = tw::vmap(tw::hessian(counting(h, calls)))(X);
     REQUIRE(H.shape() == tw::shape_t{n, 3, 3});
     CHECK(calls >= n);  // the per-example loop ran, not batching rules
-    for (std::int64_t b = 0; b < n; ++b) require_close(tw::testing::row(H, b), tw::hessian(h)(tw::testing::row(X, b)), 1e-12);
+    for (std::int64_t b = 0; b < n; ++b)
+      require_close(tw::testing::row(H, b), tw::hessian(h)(tw::testing::row(X, b)), 1e-12);
     // out_dims: the padded block's extra examples are dropped before the batch moves.
     const tw::tensor<double> Hl = tw::vmap(tw::hessian(h), tw::out_dims(-1))(X);
     require_close(Hl, tw::movedim(H, 0, -1), 1e-14);

@@ -15,9 +15,9 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::shape_t;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 
@@ -73,11 +73,16 @@ std::vector<bad_case> op_cases() {
     cases.push_back({what, [=] { (void)op(v(arg)); }, needles, excluded});
     const tensor<double> args = stack({arg, arg});
     if constexpr (std::is_same_v<V, value>) {
-      cases.push_back({what + " (under grad)", [=] { (void)tw::grad(rfn([=](value a) { return tw::sum(op(a)); }))(arg); }, needles, excluded});
-      cases.push_back({what + " (under vmap)", [=] { (void)tw::vmap(rfn([=](value a) { return op(a); }))(args); }, {needles.front()}});
+      cases.push_back({what + " (under grad)",
+                       [=] { (void)tw::grad(rfn([=](value a) { return tw::sum(op(a)); }))(arg); }, needles, excluded});
+      cases.push_back({what + " (under vmap)",
+                       [=] { (void)tw::vmap(rfn([=](value a) { return op(a); }))(args); },
+                       {needles.front()}});
     } else {
-      cases.push_back({what + " (under grad)", [=] { (void)tw::grad([=](auto a) { return tw::sum(op(a)); })(arg); }, needles, excluded});
-      cases.push_back({what + " (under vmap)", [=] { (void)tw::vmap([=](auto a) { return op(a); })(args); }, {needles.front()}});
+      cases.push_back({what + " (under grad)", [=] { (void)tw::grad([=](auto a) { return tw::sum(op(a)); })(arg); },
+                       needles, excluded});
+      cases.push_back(
+          {what + " (under vmap)", [=] { (void)tw::vmap([=](auto a) { return op(a); })(args); }, {needles.front()}});
     }
   };
   // Slicing: start + length must not overflow.
@@ -86,7 +91,8 @@ std::vector<bad_case> op_cases() {
   add("narrow: the most negative start", x, [](auto a) { return tw::narrow(a, 0, int64_min, 1); }, {"narrow", "[4]"});
   add("narrow: negative length", x, [](auto a) { return tw::narrow(a, 0, 2, -1); }, {"narrow", "[4]"});
   add("narrow: start past the end", x, [](auto a) { return tw::narrow(a, 0, 5, 0); }, {"narrow", "[4]"});
-  add("pad: start + size overflows", x, [](auto a) { return tw::call_op(tw::pad_op{0, int64_max, 8}, a); }, {"pad", "[4]"});
+  add("pad: start + size overflows", x, [](auto a) { return tw::call_op(tw::pad_op{0, int64_max, 8}, a); },
+      {"pad", "[4]"});
   add("split: size 0", x, [](auto a) { return tw::split(a, 0).at(0); }, {"split", "size must be positive"});
   add("split: size -2", x, [](auto a) { return tw::split(a, -2).at(0); }, {"split", "-2"});
   // Element counts that overflow int64.
@@ -102,7 +108,8 @@ std::vector<bad_case> op_cases() {
   add("reshape: negative size", x, [](auto a) { return tw::reshape(a, {-2, -2}); }, {"reshape", "[-2, -2]"});
   add("expand: fewer dims", m, [](auto a) { return tw::expand(a, {-1}); }, {"expand", "[-1]", "[2, 3]"});
   add("expand: negative size", x, [](auto a) { return tw::expand(a, {-2, 4}); }, {"expand", "[-2, 4]"});
-  add("broadcast_to: negative size", x, [](auto a) { return tw::broadcast_to(a, {-1, 4}); }, {"broadcast_to", "[-1, 4]"});
+  add("broadcast_to: negative size", x, [](auto a) { return tw::broadcast_to(a, {-1, 4}); },
+      {"broadcast_to", "[-1, 4]"});
   // Errors that name the op the user called, with the user's shapes.
   add("mv: mismatched sizes", m, [](auto a) { return tw::mv(a, tw::ones<double>({2})); }, {"mv", "[2, 3]", "[2]"},
       {"matmul", "[2, 1]"});
@@ -110,9 +117,10 @@ std::vector<bad_case> op_cases() {
       {"matmul", "[2, 3]", "[2]"}, {"[2, 1]"});
   add("mm: mismatched sizes", m, [](auto a) { return tw::mm(a, a); }, {"mm", "[2, 3] and [2, 3]"}, {"matmul"});
   add("movedim: source out of range", m, [](auto a) { return tw::movedim(a, 5, 0); }, {"movedim", "5", "[2, 3]"});
-  add("movedim: destination out of range", m, [](auto a) { return tw::movedim(a, 0, -3); }, {"movedim", "-3", "[2, 3]"});
-  add("stack: dim out of range", x, [](auto a) { return tw::stack(std::vector<decltype(a)>{a, a}, 3); }, {"stack", "3", "[4]"},
-      {"unsqueeze"});
+  add("movedim: destination out of range", m, [](auto a) { return tw::movedim(a, 0, -3); },
+      {"movedim", "-3", "[2, 3]"});
+  add("stack: dim out of range", x, [](auto a) { return tw::stack(std::vector<decltype(a)>{a, a}, 3); },
+      {"stack", "3", "[4]"}, {"unsqueeze"});
   add("cross_entropy: class index -1", m, [](auto a) { return tw::cross_entropy(a, tensor<double>{-1.0, 0.0}); },
       {"cross_entropy", "-1"});
   add("cross_entropy: class index 3 of 3", m, [](auto a) { return tw::cross_entropy(a, tensor<double>{0.0, 3.0}); },
@@ -120,11 +128,13 @@ std::vector<bad_case> op_cases() {
   add("cross_entropy: class index 0.5", m, [](auto a) { return tw::cross_entropy(a, tensor<double>{0.5, 1.0}); },
       {"cross_entropy", "0.5"});
   // A valid shape whose buffer is more than tower allocates (AddressSanitizer would abort).
-  add("a product of 2^40 expanded rows", x, [](auto a) { return tw::expand(tw::unsqueeze(a, 0), {std::int64_t{1} << 40, -1}) * 2.0; },
+  add("a product of 2^40 expanded rows", x,
+      [](auto a) { return tw::expand(tw::unsqueeze(a, 0), {std::int64_t{1} << 40, -1}) * 2.0; },
       {"expand", "[1099511627776, 4]", "1 TiB"});
   add("broadcast_to: 2^36 rows of 4", x, [](auto a) { return tw::broadcast_to(a, {std::int64_t{1} << 36, 4}); },
       {"broadcast_to", "[68719476736, 4]", "1 TiB"});
-  add("gather: negative index", m, [](auto a) { return tw::gather(a, 1, tensor<double>({2, 1}, {-1.0, 0.0})); }, {"gather", "-1"});
+  add("gather: negative index", m, [](auto a) { return tw::gather(a, 1, tensor<double>({2, 1}, {-1.0, 0.0})); },
+      {"gather", "-1"});
   return cases;
 }
 
@@ -132,21 +142,35 @@ std::vector<bad_case> op_cases() {
 std::vector<bad_case> creation_cases() {
   const std::string huge = "[2147483648, 2147483648, 4]";
   return {
-      {"tensor: [2^31, 2^31, 4] with no data", [=] { (void)tensor<double>({two31, two31, 4}, std::vector<double>{}); }, {"tensor", huge}},
+      {"tensor: [2^31, 2^31, 4] with no data",
+       [=] { (void)tensor<double>({two31, two31, 4}, std::vector<double>{}); },
+       {"tensor", huge}},
       {"zeros: [2^31, 2^31, 4]", [=] { (void)tw::zeros<double>({two31, two31, 4}); }, {"zeros", huge}},
       {"ones: [2^31, 2^31, 4]", [=] { (void)tw::ones<float>({two31, two31, 4}); }, {"ones", huge}},
-      {"zeros: [2^40, 4], 8 TiB", [] { (void)tw::zeros<double>({std::int64_t{1} << 40, 4}); }, {"zeros", "[1099511627776, 4]", "1 TiB"}},
+      {"zeros: [2^40, 4], 8 TiB",
+       [] { (void)tw::zeros<double>({std::int64_t{1} << 40, 4}); },
+       {"zeros", "[1099511627776, 4]", "1 TiB"}},
       // Counts that fit int64 but not a std::vector (2^60 doubles and more): tower::error, not
       // std::length_error, before anything is allocated.
       {"zeros: [2^61]", [] { (void)tw::zeros<double>({std::int64_t{1} << 61}); }, {"zeros", "[2305843009213693952]"}},
-      {"ones: [2^62] floats", [] { (void)tw::ones<float>({std::int64_t{1} << 62}); }, {"ones", "[4611686018427387904]"}},
+      {"ones: [2^62] floats",
+       [] { (void)tw::ones<float>({std::int64_t{1} << 62}); },
+       {"ones", "[4611686018427387904]"}},
       {"full: [2^61]", [] { (void)tw::full<double>({std::int64_t{1} << 61}, 1.0); }, {"full", "[2305843009213693952]"}},
-      {"randn: [2^61]", [] { (void)tw::randn<double>({std::int64_t{1} << 61}, 0); }, {"randn", "[2305843009213693952]"}},
-      {"randn: [2^61], the thread's generator", [] { (void)tw::randn({std::int64_t{1} << 61}); }, {"randn", "[2305843009213693952]"}},
+      {"randn: [2^61]",
+       [] { (void)tw::randn<double>({std::int64_t{1} << 61}, 0); },
+       {"randn", "[2305843009213693952]"}},
+      {"randn: [2^61], the thread's generator",
+       [] { (void)tw::randn({std::int64_t{1} << 61}); },
+       {"randn", "[2305843009213693952]"}},
       {"eye: 2^31", [] { (void)tw::eye<double>(two31); }, {"eye", "[2147483648, 2147483648]"}},
       {"arange: 2^61", [] { (void)tw::arange<double>(std::int64_t{1} << 61); }, {"arange", "[2305843009213693952]"}},
-      {"arange: to infinity", [] { (void)tw::arange<double>(0.0, std::numeric_limits<double>::infinity(), 1.0); }, {"arange", "inf"}},
-      {"arange: a NaN step", [] { (void)tw::arange<double>(0.0, 1.0, std::numeric_limits<double>::quiet_NaN()); }, {"arange", "nan"}},
+      {"arange: to infinity",
+       [] { (void)tw::arange<double>(0.0, std::numeric_limits<double>::infinity(), 1.0); },
+       {"arange", "inf"}},
+      {"arange: a NaN step",
+       [] { (void)tw::arange<double>(0.0, 1.0, std::numeric_limits<double>::quiet_NaN()); },
+       {"arange", "nan"}},
       {"tensor: negative size", [] { (void)tensor<double>({-1, 2}, std::vector<double>{}); }, {"tensor", "[-1, 2]"}},
       {"zeros: negative size", [] { (void)tw::zeros<double>({-1, 2}); }, {"zeros", "[-1, 2]"}},
       {"ones: negative size", [] { (void)tw::ones<double>({3, -2}); }, {"ones", "[3, -2]"}},
@@ -161,7 +185,9 @@ std::vector<bad_case> creation_cases() {
          (void)tw::cat({a, a, a}, 0);
        },
        {"cat", "[4611686018427387904, 0]"}},
-      {"vmap: chunk_size(-2)", [] { (void)tw::vmap([](auto x) { return x; }, tw::chunk_size(-2)); }, {"chunk_size", "-2"}},
+      {"vmap: chunk_size(-2)",
+       [] { (void)tw::vmap([](auto x) { return x; }, tw::chunk_size(-2)); },
+       {"chunk_size", "-2"}},
   };
 }
 
@@ -187,7 +213,9 @@ TEST_CASE("chunk_size: 0 is the whole batch at once, any positive size gives the
   require_close(tw::vmap(tw::grad(f), tw::chunk_size(0))(X), all, 1e-15);
   require_close(tw::vmap(tw::grad(f), tw::chunk_size(2))(X), all, 1e-15);
   require_close(tw::vmap(tw::grad(f), tw::chunk_size(int64_max))(X), all, 1e-15);
-  require_close(tw::vmap(tw::grad(rfn([](value x) { return tw::sum(tw::sin(x) * x); })), tw::chunk_size(2))(X).to_tensor(), all, 1e-15);
+  require_close(
+      tw::vmap(tw::grad(rfn([](value x) { return tw::sum(tw::sin(x) * x); })), tw::chunk_size(2))(X).to_tensor(), all,
+      1e-15);
 }
 
 /// Slices with extreme bounds that are valid: the same elements as a loop over indices.
@@ -322,7 +350,8 @@ TEST_CASE("an empty batch through vmap of every transform gives an empty result 
 }
 
 TEST_CASE("an empty batch through vmap of every transform gives an empty result of the right shape, runtime path") {
-  check_every_transform(rfn([](value v) { return tw::sum(tw::sin(v) * v); }), rfn([](value v) { return tw::sin(v) * tw::sum(v); }));
+  check_every_transform(rfn([](value v) { return tw::sum(tw::sin(v) * v); }),
+                        rfn([](value v) { return tw::sin(v) * tw::sum(v); }));
 }
 
 TEST_CASE("vmap(jacrev(solve)) over an empty batch of matrices is empty, not a singular example (issue 33)") {

@@ -16,18 +16,29 @@ namespace {
 /// x³ with a VJP and a JVP but no batching rule.
 struct cube_op {
   static constexpr const char* name = "cube";
-  template <class X> auto base(const X& x) const { return tw::kernels::map(x, [](auto v) { return v * v * v; }); }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const { return std::make_tuple(g * x * x * 3.0); }
-  template <class O, class X, class T> auto jvp(const O&, const X& x, const T& t) const { return t * x * x * 3.0; }
+  template <class X>
+  auto base(const X& x) const {
+    return tw::kernels::map(x, [](auto v) { return v * v * v; });
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X& x) const {
+    return std::make_tuple(g * x * x * 3.0);
+  }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X& x, const T& t) const {
+    return t * x * x * 3.0;
+  }
 };
 
 /// <x, y> of two vectors, no batching rule: under vmap it runs once per example.
 struct inner_op {
   static constexpr const char* name = "inner";
-  template <class X, class Y> auto base(const X& x, const Y& y) const {
+  template <class X, class Y>
+  auto base(const X& x, const Y& y) const {
     return tw::kernels::sum(tw::kernels::zip("inner", x, y, [](auto a, auto b) { return a * b; }), {0}, false);
   }
-  template <class G, class O, class X, class Y> auto vjp(const G& g, const O&, const X& x, const Y& y) const {
+  template <class G, class O, class X, class Y>
+  auto vjp(const G& g, const O&, const X& x, const Y& y) const {
     return std::make_tuple(g * y, g * x);
   }
   template <class O, class X, class Y, class TX, class TY>
@@ -65,11 +76,13 @@ TEST_CASE("an op without a batching rule warns once on its first vmap, naming it
 
 TEST_CASE("ops without a batching rule pass every rule check through the fallback") {
   counter() = {};
-  check_table(std::make_tuple(
-      prim<1>("cube (no batching rule)", cube_op{}, {uniform<1>({shape_t{}}), uniform<1>({shape_t{3}}), uniform<1>({shape_t{2, 2}})}),
-      prim<2>("inner (no batching rule)", inner_op{}, {uniform<2>({shape_t{3}, shape_t{3}}), uniform<2>({shape_t{1}, shape_t{1}})}),
-      row<2>("inner inside a composition", [](auto x, auto y) { return tw::exp(tw::call_op(inner_op{}, tw::sin(x), y)) * x; },
-             {uniform<2>({shape_t{4}, shape_t{4}})})));
+  check_table(std::make_tuple(prim<1>("cube (no batching rule)", cube_op{},
+                                      {uniform<1>({shape_t{}}), uniform<1>({shape_t{3}}), uniform<1>({shape_t{2, 2}})}),
+                              prim<2>("inner (no batching rule)", inner_op{},
+                                      {uniform<2>({shape_t{3}, shape_t{3}}), uniform<2>({shape_t{1}, shape_t{1}})}),
+                              row<2>("inner inside a composition",
+                                     [](auto x, auto y) { return tw::exp(tw::call_op(inner_op{}, tw::sin(x), y)) * x; },
+                                     {uniform<2>({shape_t{4}, shape_t{4}})})));
   counter().report("batch fallback");
   REQUIRE(counter().total() > 100);
 }

@@ -53,7 +53,8 @@ void require_same(const tensor<double>& a, const tensor<double>& b) {
   for (std::int64_t i = 0; i < a.numel(); ++i) {
     INFO("element " << i << ": " << a.data()[i] << " vs " << b.data()[i]);
     REQUIRE(std::isnan(a.data()[i]) == std::isnan(b.data()[i]));
-    if (!std::isnan(b.data()[i]) && a.data()[i] != b.data()[i]) require_close(a.data()[i], b.data()[i], 1e-12);  // inf == inf
+    if (!std::isnan(b.data()[i]) && a.data()[i] != b.data()[i])
+      require_close(a.data()[i], b.data()[i], 1e-12);  // inf == inf
   }
 }
 
@@ -69,14 +70,16 @@ void for_each_case(Body body) {
   body("M reshape(x^2, [2, 3])", [](auto x) { return tw::matmul(M, tw::reshape(x * x, {2, 3})); }, true);
   body("sum(exp(x) x) x", [](auto x) { return tw::sum(tw::exp(x) * x) * x; }, true);
   body("sum over dim 1", [](auto x) { return tw::sum(tw::reshape(x, {3, 2}), 1) * 2.0; }, true);
-  body("transpose (batch moved first)", [](auto x) { return tw::transpose(tw::reshape(x, {2, 3}), 0, 1) * 3.0; }, false);
+  body(
+      "transpose (batch moved first)", [](auto x) { return tw::transpose(tw::reshape(x, {2, 3}), 0, 1) * 3.0; }, false);
   body("x A^T (x on the left)", [](auto x) { return tw::matmul(x, tw::transpose(A, 0, 1)); }, false);
   body("narrow (batch moved first)", [](auto x) { return tw::narrow(x, 0, 1, 4) * 2.0; }, false);
 }
 
 }  // namespace
 
-TEST_CASE("vmap with in_dims -1 keeps the batch last through elementwise ops, reshape, sum and matmul; both paths agree") {
+TEST_CASE(
+    "vmap with in_dims -1 keeps the batch last through elementwise ops, reshape, sum and matmul; both paths agree") {
   const tensor<double> X = sample({6, 7}, -1.5, 1.5, 11);  // 7 examples of [6], batch last
   for_each_case([&](const std::string& name, auto f, bool keeps) {
     INFO(name);
@@ -164,7 +167,8 @@ TEST_CASE("batch-last values compose: vmap of jacfwd, jacfwd of jacfwd, hessian,
   auto s = [](auto v) { return tw::sum(tw::sin(tw::matmul(A, v)) * tw::matmul(A, v)); };
   // Per-example Jacobians.
   const tensor<double> Js = tw::vmap(tw::jacfwd(f))(X);
-  for (std::int64_t b = 0; b < 4; ++b) require_close(tw::testing::row(Js, b), tw::jacrev(f)(tw::testing::row(X, b)), 1e-12);
+  for (std::int64_t b = 0; b < 4; ++b)
+    require_close(tw::testing::row(Js, b), tw::jacrev(f)(tw::testing::row(X, b)), 1e-12);
   // Batch last outside and inside.
   const tensor<double> Jl = tw::vmap(tw::jacfwd(f), tw::in_dims(-1), tw::out_dims(-1))(tw::movedim(X, 0, -1));
   require_close(Jl, tw::movedim(Js, 0, -1), 1e-12);
@@ -179,15 +183,18 @@ TEST_CASE("batch-last values compose: vmap of jacfwd, jacfwd of jacfwd, hessian,
     auto J = tw::jacfwd([](auto u) { return tw::tanh(tw::matmul(A, u)); })(v);
     return tw::sum(J * J);
   };
-  require_close(tw::grad(trace_of_jacobian)(x),
-                tw::testing::fd_grad([&](const tensor<double>& v) { return tw::testing::as_double(trace_of_jacobian(v)); }, x), 1e-6);
+  require_close(
+      tw::grad(trace_of_jacobian)(x),
+      tw::testing::fd_grad([&](const tensor<double>& v) { return tw::testing::as_double(trace_of_jacobian(v)); }, x),
+      1e-6);
 }
 
 TEST_CASE("a batch-last value meets a batch-first one at the same level") {
   const tensor<double> X = sample({6, 5}, -1.0, 1.0, 41), Y = sample({5, 6}, -1.0, 1.0, 42);
   auto f = [](auto x, auto y) { return tw::sin(x) * y + tw::sum(tw::matmul(A, x)) + tw::cos(x); };
   const tensor<double> r = tw::vmap(f, tw::in_dims(-1, 0))(X, Y);  // x batch last, y batch first
-  for (std::int64_t b = 0; b < 5; ++b) require_close(tw::testing::row(r, b), f(column(X, b), tw::testing::row(Y, b)), 1e-12);
+  for (std::int64_t b = 0; b < 5; ++b)
+    require_close(tw::testing::row(r, b), f(column(X, b), tw::testing::row(Y, b)), 1e-12);
 }
 
 TEST_CASE("in_dims -1 with chunk_size and with out_dims 1") {

@@ -20,9 +20,9 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::shape_t;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 
@@ -37,14 +37,18 @@ struct edge_case {
   bool check_grad = true;
 };
 
-edge_case at(tensor<double> x, tensor<double> v, tensor<double> g) { return {std::move(x), std::move(v), std::move(g)}; }
+edge_case at(tensor<double> x, tensor<double> v, tensor<double> g) {
+  return {std::move(x), std::move(v), std::move(g)};
+}
 edge_case value_only(tensor<double> x, tensor<double> v) { return {std::move(x), std::move(v), {}, false}; }
 
 tensor<double> vec(std::vector<double> v) {
   const auto n = static_cast<std::int64_t>(v.size());
   return tensor<double>({n}, std::move(v));
 }
-tensor<double> mat(std::int64_t r, std::int64_t c, std::vector<double> v) { return tensor<double>({r, c}, std::move(v)); }
+tensor<double> mat(std::int64_t r, std::int64_t c, std::vector<double> v) {
+  return tensor<double>({r, c}, std::move(v));
+}
 tensor<double> num(double v) { return tensor<double>(v); }
 
 /// Equal up to tol relative to max(1, |expected|); NaN only where NaN is expected, infinities exactly.
@@ -60,11 +64,17 @@ void require_same(const std::string& what, const tensor<double>& got, const tens
   }
 }
 
-bool any_nan(const tensor<double>& t) { return std::any_of(t.data(), t.data() + t.numel(), [](double v) { return std::isnan(v); }); }
-bool all_nan(const tensor<double>& t) { return std::all_of(t.data(), t.data() + t.numel(), [](double v) { return std::isnan(v); }); }
+bool any_nan(const tensor<double>& t) {
+  return std::any_of(t.data(), t.data() + t.numel(), [](double v) { return std::isnan(v); });
+}
+bool all_nan(const tensor<double>& t) {
+  return std::all_of(t.data(), t.data() + t.numel(), [](double v) { return std::isnan(v); });
+}
 
 /// x repeated `batch` times along a new dim 0.
-tensor<double> repeated(const tensor<double>& x) { return stack(std::vector<tensor<double>>(static_cast<std::size_t>(batch), x)); }
+tensor<double> repeated(const tensor<double>& x) {
+  return stack(std::vector<tensor<double>>(static_cast<std::size_t>(batch), x));
+}
 
 template <class F>
 void check_edges(const std::string& name, F f, const std::vector<edge_case>& cases) {
@@ -93,7 +103,8 @@ void check_edges(const std::string& name, F f, const std::vector<edge_case>& cas
     require_same("static vmap(grad)", as_tensor(tw::vmap(tw::grad(loss))(X)), G);
     require_same("static vmap(grad), batching rules", as_tensor(tw::vmap(tw::grad(loss), tw::strategy::batched)(X)), G);
     require_same("runtime vmap(grad) (fused where it can)", tw::vmap(tw::grad(loss_r))(X).to_tensor(), G);
-    require_same("runtime vmap(grad), batching rules", tw::vmap(tw::grad(loss_r), tw::strategy::batched)(X).to_tensor(), G);
+    require_same("runtime vmap(grad), batching rules", tw::vmap(tw::grad(loss_r), tw::strategy::batched)(X).to_tensor(),
+                 G);
   }
 }
 
@@ -115,7 +126,8 @@ TEST_CASE("prod's gradient at zero elements is torch's: the product of the other
   check_edges("prod", [](auto x) { return tw::prod(x); },
               {at(vec({0, 2, 3}), num(0), vec({6, 0, 0})), at(vec({0, 0, 3}), num(0), vec({0, 0, 0})),
                at(vec({2, 3, 4}), num(24), vec({12, 8, 6})), at(vec({2, 3, 0, 4, 5}), num(0), vec({0, 0, 120, 0, 0})),
-               at(vec({0}), num(0), vec({1})), at(vec({-2, 0.5, 3, 7, -1, 4, 0.25}), num(21), vec({-10.5, 42, 7, 3, -21, 5.25, 84}))});
+               at(vec({0}), num(0), vec({1})),
+               at(vec({-2, 0.5, 3, 7, -1, 4, 0.25}), num(21), vec({-10.5, 42, 7, 3, -21, 5.25, 84}))});
   check_edges("prod dim 1", [](auto x) { return tw::prod(x, 1); },
               {at(mat(2, 3, {0, 2, 3, 1, 0, 0}), vec({0, 0}), mat(2, 3, {6, 0, 0, 0, 0, 0}))});
   check_edges("prod dim 0 keepdim", [](auto x) { return tw::prod(x, 0, true); },
@@ -144,7 +156,8 @@ TEST_CASE("norm's derivative at a zero vector is 0 (torch's subgradient), p = 1,
   check_edges("norm p=1", [](auto x) { return tw::norm(x, 1.0); }, zero);
   check_edges("norm p=inf", [](auto x) { return tw::norm(x, inf); }, zero);
   check_edges("norm(x - x)", [](auto x) { return tw::norm(x - x); }, {at(vec({1, -2}), num(0), vec({0, 0}))});
-  check_edges("norm(x - x) p=inf", [](auto x) { return tw::norm(x - x, inf); }, {at(vec({1, -2}), num(0), vec({0, 0}))});
+  check_edges("norm(x - x) p=inf", [](auto x) { return tw::norm(x - x, inf); },
+              {at(vec({1, -2}), num(0), vec({0, 0}))});
   // A masked-out value: where(...) picks the constant 0 everywhere.
   check_edges("norm(where(x > 10, x, 0))", [](auto x) { return tw::norm(tw::where(tw::gt(x, 10.0), x, 0.0)); },
               {at(vec({1, 2}), num(0), vec({0, 0})), at(vec({3, 40}), num(40), vec({0, 1}))});
@@ -153,7 +166,8 @@ TEST_CASE("norm's derivative at a zero vector is 0 (torch's subgradient), p = 1,
   // Away from zero the usual derivative; the second derivative at zero is finite.
   check_edges("norm", [](auto x) { return tw::norm(x); }, {at(vec({3, 4}), num(5), vec({0.6, 0.8}))});
   std::function<value(value)> fr = [](value x) { return tw::norm(x); };
-  require_same("static hessian at 0", tw::hessian([](auto x) { return tw::norm(x); })(vec({0, 0})), mat(2, 2, {0, 0, 0, 0}));
+  require_same("static hessian at 0", tw::hessian([](auto x) { return tw::norm(x); })(vec({0, 0})),
+               mat(2, 2, {0, 0, 0, 0}));
   require_same("runtime hessian at 0", tw::hessian(fr)(value(vec({0, 0}))).to_tensor(), mat(2, 2, {0, 0, 0, 0}));
 }
 
@@ -181,16 +195,25 @@ TEST_CASE("softmax and log_softmax with infinities give torch's values") {
 TEST_CASE("maximum, minimum and relu propagate NaN as torch") {
   // torch's gradients: a NaN comparison gives the whole gradient to both arguments.
   const tensor<double> x = vec({NaN, 0, 2, 1});
-  check_edges("maximum(x, 1)", [](auto x) { return tw::maximum(x, 1.0); }, {at(x, vec({NaN, 1, 2, 1}), vec({1, 0, 1, 0.5}))});
-  check_edges("maximum(1, x)", [](auto x) { return tw::maximum(1.0, x); }, {at(x, vec({NaN, 1, 2, 1}), vec({1, 0, 1, 0.5}))});
-  check_edges("minimum(x, 1)", [](auto x) { return tw::minimum(x, 1.0); }, {at(x, vec({NaN, 0, 1, 1}), vec({1, 1, 0, 0.5}))});
-  check_edges("minimum(1, x)", [](auto x) { return tw::minimum(1.0, x); }, {at(x, vec({NaN, 0, 1, 1}), vec({1, 1, 0, 0.5}))});
+  check_edges("maximum(x, 1)", [](auto x) { return tw::maximum(x, 1.0); },
+              {at(x, vec({NaN, 1, 2, 1}), vec({1, 0, 1, 0.5}))});
+  check_edges("maximum(1, x)", [](auto x) { return tw::maximum(1.0, x); },
+              {at(x, vec({NaN, 1, 2, 1}), vec({1, 0, 1, 0.5}))});
+  check_edges("minimum(x, 1)", [](auto x) { return tw::minimum(x, 1.0); },
+              {at(x, vec({NaN, 0, 1, 1}), vec({1, 1, 0, 0.5}))});
+  check_edges("minimum(1, x)", [](auto x) { return tw::minimum(1.0, x); },
+              {at(x, vec({NaN, 0, 1, 1}), vec({1, 1, 0, 0.5}))});
   const tensor<double> y = vec({1, NaN});
-  check_edges("maximum(x, y), NaN in y", [y](auto x) { return tw::maximum(x, y); }, {at(vec({2, 0}), vec({2, NaN}), vec({1, 1}))});
-  check_edges("minimum(y, x), NaN in y", [y](auto x) { return tw::minimum(y, x); }, {at(vec({2, 0}), vec({1, NaN}), vec({0, 1}))});
-  check_edges("relu", [](auto x) { return tw::relu(x); }, {at(vec({NaN, -1, 2, 0}), vec({NaN, 0, 2, 0}), vec({0, 0, 1, 0}))});
-  check_number_edges("maximum(x, 1) on numbers", [](auto x) { return tw::maximum(x, 1.0); }, {{{NaN, NaN, 1.0}}, {{3.0, 3.0, 1.0}}});
-  check_number_edges("maximum(1, x) on numbers", [](auto x) { return tw::maximum(1.0, x); }, {{{NaN, NaN, 1.0}}, {{0.0, 1.0, 0.0}}});
+  check_edges("maximum(x, y), NaN in y", [y](auto x) { return tw::maximum(x, y); },
+              {at(vec({2, 0}), vec({2, NaN}), vec({1, 1}))});
+  check_edges("minimum(y, x), NaN in y", [y](auto x) { return tw::minimum(y, x); },
+              {at(vec({2, 0}), vec({1, NaN}), vec({0, 1}))});
+  check_edges("relu", [](auto x) { return tw::relu(x); },
+              {at(vec({NaN, -1, 2, 0}), vec({NaN, 0, 2, 0}), vec({0, 0, 1, 0}))});
+  check_number_edges("maximum(x, 1) on numbers", [](auto x) { return tw::maximum(x, 1.0); },
+                     {{{NaN, NaN, 1.0}}, {{3.0, 3.0, 1.0}}});
+  check_number_edges("maximum(1, x) on numbers", [](auto x) { return tw::maximum(1.0, x); },
+                     {{{NaN, NaN, 1.0}}, {{0.0, 1.0, 0.0}}});
   check_number_edges("minimum(1, x) on numbers", [](auto x) { return tw::minimum(1.0, x); }, {{{NaN, NaN, 1.0}}});
   check_number_edges("relu on numbers", [](auto x) { return tw::relu(x); }, {{{NaN, NaN, 0.0}}, {{2.0, 2.0, 1.0}}});
 }
@@ -211,8 +234,10 @@ TEST_CASE("amax and amin propagate NaN as torch, with a NaN gradient over the ro
 TEST_CASE("sign propagates NaN (as NumPy and JAX); its derivative is 0") {
   check_edges("sign", [](auto x) { return tw::sign(x); },
               {at(vec({NaN, -2, 0, 3, -inf, inf}), vec({NaN, -1, 0, 1, -1, 1}), vec({0, 0, 0, 0, 0, 0}))});
-  check_edges("sign(x) * x", [](auto x) { return tw::sign(x) * x; }, {at(vec({NaN, -2, 3}), vec({NaN, 2, 3}), vec({NaN, -1, 1}))});
-  check_number_edges("sign on numbers", [](auto x) { return tw::sign(x); }, {{{NaN, NaN, 0.0}}, {{-2.0, -1.0, 0.0}}, {{0.0, 0.0, 0.0}}});
+  check_edges("sign(x) * x", [](auto x) { return tw::sign(x) * x; },
+              {at(vec({NaN, -2, 3}), vec({NaN, 2, 3}), vec({NaN, -1, 1}))});
+  check_number_edges("sign on numbers", [](auto x) { return tw::sign(x); },
+                     {{{NaN, NaN, 0.0}}, {{-2.0, -1.0, 0.0}}, {{0.0, 0.0, 0.0}}});
   std::function<value(value)> fr = [](value x) { return tw::sign(x); };
   REQUIRE(std::isnan(tw::sign(tw::tensor<float>({2}, {std::numeric_limits<float>::quiet_NaN(), 1.0f})).data()[0]));
   REQUIRE(std::isnan(fr(value(NaN)).item()));
@@ -227,7 +252,8 @@ TEST_CASE("logsumexp's second derivatives at tied maxima are diag(p) - p pᵀ (p
     const std::int64_t n = x.numel();
     tensor<double> H = tw::zeros<double>({n, n});
     for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t j = 0; j < n; ++j) H.data()[i * n + j] = (i == j ? p.data()[i] : 0.0) - p.data()[i] * p.data()[j];
+      for (std::int64_t j = 0; j < n; ++j)
+        H.data()[i * n + j] = (i == j ? p.data()[i] : 0.0) - p.data()[i] * p.data()[j];
     require_same("static hessian", tw::hessian(lse)(x), H);
     require_same("static jacfwd(jacrev)", tw::jacfwd(tw::jacrev(lse))(x), H);
     require_same("runtime hessian", tw::hessian(lse_r)(value(x)).to_tensor(), H);
@@ -239,7 +265,9 @@ TEST_CASE("logsumexp's second derivatives at tied maxima are diag(p) - p pᵀ (p
 TEST_CASE("a constant operand adds no term to a JVP: x * c at x = inf has tangent c, as torch's forward AD") {
   // The constant's tangent is a symbolic zero (zero_tangent.hpp): no inf * 0 in the product rule.
   const tensor<double> x = vec({inf, -inf, 1.5}), c = vec({2, -3, 0.5}), ones = vec({1, 1, 1});
-  auto tangent = [&](auto f, const auto& at) { return as_tensor(tw::jvp(f, std::tuple{at}, std::tuple{std::remove_cvref_t<decltype(at)>(ones)}).second); };
+  auto tangent = [&](auto f, const auto& at) {
+    return as_tensor(tw::jvp(f, std::tuple{at}, std::tuple{std::remove_cvref_t<decltype(at)>(ones)}).second);
+  };
   auto both = [&](const char* what, auto f, const tensor<double>& want) {
     INFO(what);
     require_same("static jvp", tangent(f, x), want);
@@ -262,7 +290,9 @@ TEST_CASE("a constant operand adds no term to a JVP: x * c at x = inf has tangen
   require_same("static jvp of C - x", tangent([&](auto v) { return C - v; }, x), minus);
   require_same("runtime jvp of C - x", tangent([&](auto v) { return C - v; }, value(x)), minus);
   const double s = 0.5;
-  require_same("static jvp of a number + C", as_tensor(tw::jvp([&](auto v) { return v + C; }, std::tuple{s}, std::tuple{1.0}).second), plus);
+  require_same("static jvp of a number + C",
+               as_tensor(tw::jvp([&](auto v) { return v + C; }, std::tuple{s}, std::tuple{1.0}).second), plus);
   require_same("runtime jvp of a number + C",
-               tw::jvp([&](value v) { return v + C; }, std::tuple{value(s)}, std::tuple{value(1.0)}).second.to_tensor(), plus);
+               tw::jvp([&](value v) { return v + C; }, std::tuple{value(s)}, std::tuple{value(1.0)}).second.to_tensor(),
+               plus);
 }

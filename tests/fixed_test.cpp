@@ -50,10 +50,12 @@ TEST_CASE("fixed: errors name the op and the shapes") {
   using vec3 = tw::fixed<double, 3>;
   REQUIRE_THROWS_WITH(tw::to_fixed<vec3>(t), Catch::Contains("to_fixed: expected a tensor of shape [3], got [2, 2]"));
   tw::fixed<double, 3> r{1.0, 2.0, 2.0};
-  REQUIRE_THROWS_WITH(tw::sum(r, 0, true), Catch::Contains("sum: on a tw::fixed value of shape [3] only the sum of all elements"));
+  REQUIRE_THROWS_WITH(tw::sum(r, 0, true),
+                      Catch::Contains("sum: on a tw::fixed value of shape [3] only the sum of all elements"));
   // fixed_rows<N> needs [B, N].
   auto f = tw::vmap(tw::grad([](auto x) { return tw::sum(x * x); }), tw::in_dims(tw::fixed_rows<3>));
-  REQUIRE_THROWS_WITH(f(tw::tensor<double>({2, 2}, {1, 2, 3, 4})), Catch::Contains("vmap: in_dims entry fixed_rows<3> needs a tensor of shape [B, 3], got [2, 2]"));
+  REQUIRE_THROWS_WITH(f(tw::tensor<double>({2, 2}, {1, 2, 3, 4})),
+                      Catch::Contains("vmap: in_dims entry fixed_rows<3> needs a tensor of shape [B, 3], got [2, 2]"));
   REQUIRE_THROWS_WITH(f(tw::dyn::value(tw::tensor<double>({2, 2}, {1, 2, 3, 4}))),
                       Catch::Contains("vmap: in_dims entry fixed_rows<3> needs a tensor of shape [B, 3], got [2, 2]"));
   // Batch sizes that differ: the tensor path reports them as it always does.
@@ -192,13 +194,14 @@ TEST_CASE("fixed: ops on two tangent-carrying operands agree with the tape, equa
   for (std::int64_t i = 0; i < B; ++i)
     for (std::size_t k = 0; k < 3; ++k) bs[static_cast<std::size_t>(3 * i) + k] = (i % 3 == 0 ? c : a)[k];
   const tw::tensor<double> Bt({B, 3}, bs);
-  const auto fixed_path = tw::vmap(tw::grad(two), tw::in_dims(tw::fixed_rows<3>, tw::none, tw::fixed_rows<3>))(V, a, Bt);
+  const auto fixed_path =
+      tw::vmap(tw::grad(two), tw::in_dims(tw::fixed_rows<3>, tw::none, tw::fixed_rows<3>))(V, a, Bt);
   const auto tensor_path = tw::vmap(tw::grad(two), tw::in_dims(0, tw::none, 0))(V, tw::to_tensor(a), Bt);
   require_close(fixed_path, tensor_path, 1e-13);
 }
 
 TEST_CASE("fixed: jacrev, jacfwd and hessian run forward mode on fixed values, as on tensors") {
-  auto g = [](auto v) { return tw::tanh(v * v) * tw::sum(tw::sin(v)); };  // R^3 -> R^3
+  auto g = [](auto v) { return tw::tanh(v * v) * tw::sum(tw::sin(v)); };                // R^3 -> R^3
   auto f = [](auto v) { return tw::log(1.0 + tw::sum(v * v)) + tw::sum(tw::sin(v)); };  // R^3 -> R
   const tw::tensor<double> xt = sample({3}, -1, 1, 21);
   const vec x = fx(xt);

@@ -20,13 +20,15 @@ void check_jacobian(const std::string& prefix, Jac jac) {
 
   xcheck<1>(prefix + ".sin", [](auto x) { return tw::sin(x); }, at(x3));
   xcheck<1>(prefix + ".matmul", [&B34](auto a) { return tw::matmul(a, B34); }, at(A23));
-  xcheck<2>(prefix + ".argnums_0_1", [](auto x, auto y) { return x * tw::sum(y); },
-            [&](auto f) { return jac(f, tw::argnums<0, 1>)(x3, y3); });
+  xcheck<2>(
+      prefix + ".argnums_0_1", [](auto x, auto y) { return x * tw::sum(y); },
+      [&](auto f) { return jac(f, tw::argnums<0, 1>)(x3, y3); });
   xcheck<1>(prefix + ".softmax", [](auto x) { return tw::softmax(x, -1); }, at(x3));
   xcheck<1>(prefix + ".scalar_out", [](auto x) { return tw::norm(x); }, at(x3));
   xcheck<1>(prefix + ".tuple_out", [](auto x) { return std::make_tuple(tw::sin(x), tw::sum(x)); }, at(x3));
-  xcheck<1>(prefix + ".has_aux", [](auto x) { return std::make_tuple(tw::exp(x), tw::sum(x)); },
-            [&](auto f) { return jac(f, tw::has_aux)(x3); });
+  xcheck<1>(
+      prefix + ".has_aux", [](auto x) { return std::make_tuple(tw::exp(x), tw::sum(x)); },
+      [&](auto f) { return jac(f, tw::has_aux)(x3); });
   xcheck<1>(prefix + ".layout", [](auto m) { return tw::reshape(tw::transpose(m, 0, 1), {6}); }, at(A23));
   xcheck<1>(prefix + ".prod", [](auto x) { return tw::prod(x); }, at(x3));
   require_all_run(prefix + ".");

@@ -48,7 +48,8 @@ tw::tensor<double> fd_hessian(F g, const tw::tensor<double>& x) {
     m[static_cast<std::size_t>(j)] -= eps;
     const tw::tensor<double> xp({n}, p), xm({n}, m);
     const tw::tensor<double> gp = tw::grad(g)(xp), gm = tw::grad(g)(xm);
-    for (std::int64_t i = 0; i < n; ++i) h[static_cast<std::size_t>(i * n + j)] = (gp.data()[i] - gm.data()[i]) / (2 * eps);
+    for (std::int64_t i = 0; i < n; ++i)
+      h[static_cast<std::size_t>(i * n + j)] = (gp.data()[i] - gm.data()[i]) / (2 * eps);
   }
   return tw::tensor<double>({n, n}, h);
 }
@@ -127,9 +128,12 @@ TEST_CASE("hessian on fixed: no_grad, constants, argnums and every nesting of ja
   auto two = [](auto a, auto b, auto s) { return s * tw::sum(tw::exp(a * b)) + tw::sum(a * a * b); };
   const tw::tensor<double> yt = sample({N}, -1, 1, 22);
   const vec y = fx(yt);
-  STATIC_REQUIRE(tw::detail::hessian_on_jets<tw::jacrev_transform<decltype(two), tw::argnums_t<1>>, 1, vec, vec, double>());
-  require_close(tw::to_tensor(tw::hessian(two, tw::argnums<1>)(x, y, 0.5)), tw::hessian(two, tw::argnums<1>)(xt, yt, 0.5), 1e-12);
-  require_close(tw::to_tensor(tw::hessian(two, tw::argnums<0>)(x, y, 0.5)), tw::hessian(two, tw::argnums<0>)(xt, yt, 0.5), 1e-12);
+  STATIC_REQUIRE(
+      tw::detail::hessian_on_jets<tw::jacrev_transform<decltype(two), tw::argnums_t<1>>, 1, vec, vec, double>());
+  require_close(tw::to_tensor(tw::hessian(two, tw::argnums<1>)(x, y, 0.5)),
+                tw::hessian(two, tw::argnums<1>)(xt, yt, 0.5), 1e-12);
+  require_close(tw::to_tensor(tw::hessian(two, tw::argnums<0>)(x, y, 0.5)),
+                tw::hessian(two, tw::argnums<0>)(xt, yt, 0.5), 1e-12);
 
   // jacrev(jacrev(f)), jacfwd(jacfwd(f)), jacrev(jacfwd(f)): the same Hessian.
   const mat h = tw::hessian(f)(x);
@@ -162,7 +166,8 @@ TEST_CASE("hessian on fixed: vmap with fixed_rows runs one jet per example, as t
     vec x;
     for (std::size_t i = 0; i < N; ++i) x[i] = X.data()[b * N + static_cast<std::int64_t>(i)];
     const mat e = analytic(x);
-    for (std::size_t i = 0; i < N * N; ++i) CHECK(hf.data()[b * N * N + static_cast<std::int64_t>(i)] == Approx(e[i / N][i % N]).margin(1e-13));
+    for (std::size_t i = 0; i < N * N; ++i)
+      CHECK(hf.data()[b * N * N + static_cast<std::int64_t>(i)] == Approx(e[i / N][i % N]).margin(1e-13));
   }
   // With a constant argument beside the batched one, and out_dims.
   auto scaled = [](auto v, auto s) { return s * f(v); };

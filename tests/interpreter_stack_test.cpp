@@ -9,8 +9,8 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::tensor;
+using tw::dyn::value;
 
 TEST_CASE("the stack is empty after a transform returns or throws, on both paths") {
   auto f = [](auto x) { return tw::sin(x); };
@@ -101,14 +101,21 @@ namespace {
 // A user op with a base kernel and batching rule but no VJP rule.
 struct no_vjp_op {
   static constexpr const char* name = "no_vjp";
-  template <class X> auto base(const X& x) const { return tw::kernels::map(x, [](auto v) { return 2 * v; }); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return tw::call_op(*this, x.value); }
+  template <class X>
+  auto base(const X& x) const {
+    return tw::kernels::map(x, [](auto v) { return 2 * v; });
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return tw::call_op(*this, x.value);
+  }
 };
 }  // namespace
 
 TEST_CASE("a missing kernel or an unknown transform key gives tower::error naming both") {
   std::function<value(value)> f = [](value x) { return tw::call_op(no_vjp_op{}, x); };
-  REQUIRE_THROWS_WITH(tw::grad(f)(1.0), Catch::Contains("no_vjp") && Catch::Contains("VJP rule") && Catch::Contains("'grad'"));
+  REQUIRE_THROWS_WITH(tw::grad(f)(1.0),
+                      Catch::Contains("no_vjp") && Catch::Contains("VJP rule") && Catch::Contains("'grad'"));
   REQUIRE(tw::vmap(f)(sample({2})).to_tensor().shape() == tw::shape_t{2});  // has a batching rule
 
   // It has no JVP rule either.

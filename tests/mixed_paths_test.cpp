@@ -10,8 +10,8 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 // f(x) = x sin x, erased.

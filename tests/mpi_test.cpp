@@ -21,8 +21,8 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 
@@ -69,8 +69,8 @@ TEST_CASE("pmap: psum, pmean, all_gather, axis_index and axis_size values, both 
   const tensor<double> gathered = stack(shards);
 
   auto f = [](auto x) {
-    return std::make_tuple(tw::psum(x), tw::pmean(x), tw::all_gather(x), tw::psum(tw::sum(x)), static_cast<double>(tw::axis_index()),
-                           static_cast<double>(tw::axis_size()));
+    return std::make_tuple(tw::psum(x), tw::pmean(x), tw::all_gather(x), tw::psum(tw::sum(x)),
+                           static_cast<double>(tw::axis_index()), static_cast<double>(tw::axis_size()));
   };
   const auto [s, m, g, ss, idx, size] = tw::pmap(f, MPI_COMM_WORLD)(X);
   CHECK(max_rel_err(s, total) <= tol);
@@ -83,7 +83,8 @@ TEST_CASE("pmap: psum, pmean, all_gather, axis_index and axis_size values, both 
   // The runtime path: a type-erased f of dyn::values.
   std::function<value(value)> erased = [](value x) { return tw::psum(x) + tw::all_gather(tw::pmean(x)); };
   const tensor<double> got = tw::pmap(erased, MPI_COMM_WORLD)(value(X)).to_tensor();
-  const tensor<double> want = tw::broadcast_to(total, {n, 5, 3}) + tw::broadcast_to(total / static_cast<double>(n), {n, 5, 3});
+  const tensor<double> want =
+      tw::broadcast_to(total, {n, 5, 3}) + tw::broadcast_to(total / static_cast<double>(n), {n, 5, 3});
   CHECK(max_rel_err(got, want) <= tol);
 
   // Numbers: a psum of a double is a double.
@@ -93,7 +94,8 @@ TEST_CASE("pmap: psum, pmean, all_gather, axis_index and axis_size values, both 
 
 TEST_CASE("pmap: one rank (MPI_COMM_SELF) is the identity axis") {
   const tensor<double> X = shard(world_rank());
-  const auto [s, g, i] = tw::pmap([](auto x) { return std::make_tuple(tw::psum(x), tw::all_gather(x), tw::axis_index()); }, MPI_COMM_SELF)(X);
+  const auto [s, g, i] = tw::pmap(
+      [](auto x) { return std::make_tuple(tw::psum(x), tw::all_gather(x), tw::axis_index()); }, MPI_COMM_SELF)(X);
   CHECK(max_rel_err(s, X) <= 0.0);
   CHECK(max_rel_err(g, tw::reshape(X, {1, 5, 3})) <= 0.0);
   CHECK(i == 0);
@@ -115,7 +117,8 @@ TEST_CASE("pmap: gradients of collectives (a collective's output has the same co
 
   const auto [g1, g2, g3, g4] = tw::pmap(
       [&](auto x) {
-        return std::make_tuple(tw::grad(psum_loss)(x), tw::grad(pmean_loss)(x), tw::grad(gather_loss)(x), tw::grad(square_of_sum)(x));
+        return std::make_tuple(tw::grad(psum_loss)(x), tw::grad(pmean_loss)(x), tw::grad(gather_loss)(x),
+                               tw::grad(square_of_sum)(x));
       },
       MPI_COMM_WORLD)(X);
   CHECK(max_rel_err(g1, 2.0 * X) <= tol);
@@ -125,7 +128,8 @@ TEST_CASE("pmap: gradients of collectives (a collective's output has the same co
 
   // The same on the runtime path.
   std::function<value(value)> erased = [&](value x) { return square_of_sum(x) + psum_loss(x); };
-  const tensor<double> gr = tw::pmap([&](value x) { return tw::grad(erased)(x); }, MPI_COMM_WORLD)(value(X)).to_tensor();
+  const tensor<double> gr =
+      tw::pmap([&](value x) { return tw::grad(erased)(x); }, MPI_COMM_WORLD)(value(X)).to_tensor();
   CHECK(max_rel_err(gr, 2.0 * total + 2.0 * X) <= tol);
 
   // Against finite differences of the single-process function of every rank's shard.
@@ -159,7 +163,8 @@ TEST_CASE("pmap: higher derivatives and JVPs of collectives") {
         (void)o2;
         (void)o3;
         // Hessian of sum over ranks of sum(x_r^3), along one row: diag 6 x_r.
-        const tensor<double> h = tw::hessian([](auto y) { return tw::psum(tw::sum(y * y * y)); })(tw::narrow(v, 0, 0, 1));
+        const tensor<double> h =
+            tw::hessian([](auto y) { return tw::psum(tw::sum(y * y * y)); })(tw::narrow(v, 0, 0, 1));
         return std::make_tuple(second, t1, t2, h, t3);
       },
       MPI_COMM_WORLD)(x0, X, T);
@@ -192,7 +197,9 @@ TEST_CASE("pmap: vmap inside pmap (batching rules) and per-example gradients") {
         auto gathered = tw::vmap([](auto r) { return tw::all_gather(r); })(x);
         // Per-example gradients of sum over ranks of (sum(r)^2 + sum(r * psum(r))): the
         // second term uses psum's output with rank-dependent values, so it goes through pvary.
-        auto loss = [](auto r) { return tw::psum(tw::sum(r) * tw::sum(r)) + tw::psum(tw::sum(r * tw::pvary(tw::psum(r)))); };
+        auto loss = [](auto r) {
+          return tw::psum(tw::sum(r) * tw::sum(r)) + tw::psum(tw::sum(r * tw::pvary(tw::psum(r))));
+        };
         auto per_example = tw::vmap(tw::grad(loss))(x);
         std::function<value(value)> erased = [&](value r) { return loss(r); };
         auto per_example_rt = tw::vmap(tw::grad(erased))(value(x)).to_tensor();
@@ -234,7 +241,8 @@ TEST_CASE("pmap: grad of a data-parallel loss with a replicated parameter gives 
 
 TEST_CASE("pmap: grad, vjp, jacrev and jacfwd around pmap give what they give inside it, both paths") {
   const int rank = world_rank(), n = world_size();
-  const tensor<double> X = shard(rank), Y = sample({5, 3}, -1, 1, static_cast<unsigned>(rank + 11)), S = sum_over_ranks(identity);
+  const tensor<double> X = shard(rank), Y = sample({5, 3}, -1, 1, static_cast<unsigned>(rank + 11)),
+                       S = sum_over_ranks(identity);
   // F = sum over ranks of sum(sin(x_r) x_r): dF/dx_r = cos(x_r) x_r + sin(x_r).
   static constexpr auto f = [](auto x) { return tw::psum(tw::sum(tw::sin(x) * x)); };
   const tensor<double> want = map(X, std::cos) * X + map(X, std::sin);
@@ -251,7 +259,8 @@ TEST_CASE("pmap: grad, vjp, jacrev and jacfwd around pmap give what they give in
   const tensor<double> ct = sample({5, 3}, -1, 1, static_cast<unsigned>(rank + 21));
   auto [out, pullback] = tw::vjp([](auto x) { return tw::pmap(h, MPI_COMM_WORLD)(x); }, X);
   CHECK(max_rel_err(out, S * X) <= tol);
-  const auto ctx = tw::pmap([](const tensor<double>& c, const tensor<double>& x) { return tw::psum(c * x); }, MPI_COMM_WORLD)(ct, X);
+  const auto ctx =
+      tw::pmap([](const tensor<double>& c, const tensor<double>& x) { return tw::psum(c * x); }, MPI_COMM_WORLD)(ct, X);
   CHECK(max_rel_err(std::get<0>(pullback(ct)), ct * S + ctx) <= tol);
 
   // Jacobians of a tensor-valued f around pmap are those inside it (forward mode pushes every
@@ -264,7 +273,8 @@ TEST_CASE("pmap: grad, vjp, jacrev and jacfwd around pmap give what they give in
 
   // Two arguments, pmean: F = mean over ranks of sum(sin(a_r) b_r).
   static constexpr auto f2 = [](auto a, auto b) { return tw::pmean(tw::sum(tw::sin(a) * b)); };
-  const auto [ga, gb] = tw::grad([](auto a, auto b) { return tw::pmap(f2, MPI_COMM_WORLD)(a, b); }, tw::argnums<0, 1>)(X, Y);
+  const auto [ga, gb] =
+      tw::grad([](auto a, auto b) { return tw::pmap(f2, MPI_COMM_WORLD)(a, b); }, tw::argnums<0, 1>)(X, Y);
   CHECK(max_rel_err(ga, map(X, std::cos) * Y / static_cast<double>(n)) <= tol);
   CHECK(max_rel_err(gb, map(X, std::sin) / static_cast<double>(n)) <= tol);
 
@@ -295,7 +305,8 @@ TEST_CASE("pmap: a rank that throws makes every rank raise, without a hang") {
     CHECK_THROWS_WITH(step(X), "boom on rank 1");
   } else {
     CHECK_THROWS_AS(step(X), tw::error);
-    CHECK_THROWS_WITH(step(X), Catch::Matchers::Contains("pmap: rank 1 of " + std::to_string(n) + " failed: boom on rank 1"));
+    CHECK_THROWS_WITH(step(X),
+                      Catch::Matchers::Contains("pmap: rank 1 of " + std::to_string(n) + " failed: boom on rank 1"));
   }
 
   // A failure in the backward pass (grad's tape) on rank 0 while the others wait in psum's.
@@ -326,12 +337,14 @@ TEST_CASE("pmap: ranks out of step raise on every rank") {
         return x;
       },
       MPI_COMM_WORLD);
-  CHECK_THROWS_WITH(branchy(shard(rank)), Catch::Matchers::Contains("the ranks reached different steps: psum on some, the end of tw::pmap on others"));
+  CHECK_THROWS_WITH(
+      branchy(shard(rank)),
+      Catch::Matchers::Contains("the ranks reached different steps: psum on some, the end of tw::pmap on others"));
 
   // Shapes that differ across ranks.
   auto ragged = tw::pmap([](const tensor<double>& x) { return tw::psum(x); }, MPI_COMM_WORLD);
-  CHECK_THROWS_WITH(ragged(sample({static_cast<std::int64_t>(rank) + 1, 3})), Catch::Matchers::Contains("psum (tw::pmap over") &&
-                                                                                  Catch::Matchers::Contains("different shapes"));
+  CHECK_THROWS_WITH(ragged(sample({static_cast<std::int64_t>(rank) + 1, 3})),
+                    Catch::Matchers::Contains("psum (tw::pmap over") && Catch::Matchers::Contains("different shapes"));
 
   // f that catches the agreed failure and goes on: no more communication, pmap raises it.
   auto stubborn = tw::pmap(
@@ -345,7 +358,9 @@ TEST_CASE("pmap: ranks out of step raise on every rank") {
       },
       MPI_COMM_WORLD);
   if (rank == 1) CHECK_THROWS_WITH(stubborn(shard(rank)), "rank 1 gives up");
-  else CHECK_THROWS_WITH(stubborn(shard(rank)), Catch::Matchers::Contains("rank 1 of " + std::to_string(n) + " failed: rank 1 gives up"));
+  else
+    CHECK_THROWS_WITH(stubborn(shard(rank)),
+                      Catch::Matchers::Contains("rank 1 of " + std::to_string(n) + " failed: rank 1 gives up"));
 }
 
 TEST_CASE("pmap: a collective's cotangent that differs across ranks is an error naming tw::pvary") {
@@ -353,12 +368,16 @@ TEST_CASE("pmap: a collective's cotangent that differs across ranks is an error 
   if (n < 2) return;
   const tensor<double> X = shard(rank);
   // psum's output meets rank-dependent values (x itself) without pvary.
-  auto wrong = tw::pmap([](const tensor<double>& x) { return tw::grad([](auto v) { return tw::psum(tw::sum(tw::psum(v) * v)); })(x); },
-                        MPI_COMM_WORLD);
-  CHECK_THROWS_WITH(wrong(X), Catch::Matchers::Contains("differs across ranks") && Catch::Matchers::Contains("tw::pvary"));
+  auto wrong = tw::pmap(
+      [](const tensor<double>& x) { return tw::grad([](auto v) { return tw::psum(tw::sum(tw::psum(v) * v)); })(x); },
+      MPI_COMM_WORLD);
+  CHECK_THROWS_WITH(wrong(X),
+                    Catch::Matchers::Contains("differs across ranks") && Catch::Matchers::Contains("tw::pvary"));
   // With pvary: d/dx_r sum_r' <S, x_r'> = 2 S.
   auto right = tw::pmap(
-      [](const tensor<double>& x) { return tw::grad([](auto v) { return tw::psum(tw::sum(tw::pvary(tw::psum(v)) * v)); })(x); },
+      [](const tensor<double>& x) {
+        return tw::grad([](auto v) { return tw::psum(tw::sum(tw::pvary(tw::psum(v)) * v)); })(x);
+      },
       MPI_COMM_WORLD);
   CHECK(max_rel_err(right(X), 2.0 * sum_over_ranks(identity)) <= tol);
 }
@@ -371,7 +390,8 @@ TEST_CASE("collectives outside pmap, and pmap before MPI_Init's communicator, ar
   // grad around pmap of an f that holds a value: the backward pass's collectives would run
   // after pmap returned.
   auto outside = [&X](const tensor<double>& x) {
-    return tw::grad([&X](auto v) { return tw::pmap([&X](auto u) { return tw::psum(tw::sum(u * X)); }, MPI_COMM_WORLD)(v); })(x);
+    return tw::grad(
+        [&X](auto v) { return tw::pmap([&X](auto u) { return tw::psum(tw::sum(u * X)); }, MPI_COMM_WORLD)(v); })(x);
   };
   CHECK_THROWS_WITH(outside(X), Catch::Matchers::Contains("take grad inside pmap"));
 }

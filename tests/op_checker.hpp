@@ -47,9 +47,11 @@
 
 namespace tower::testing {
 
-template <std::size_t N> using inputs = std::array<tensor<double>, N>;
+template <std::size_t N>
+using inputs = std::array<tensor<double>, N>;
 /// Draws one example of an op's inputs; different seeds give different values, same shapes.
-template <std::size_t N> using sampler = std::function<inputs<N>(unsigned seed)>;
+template <std::size_t N>
+using sampler = std::function<inputs<N>(unsigned seed)>;
 
 /// A row without an op struct (a composition): no rule-level JVP check.
 struct composite {};
@@ -57,11 +59,15 @@ struct composite {};
 /// One argument of a row's form on tw::fixed values: a 3-vector, a number, a size-1 vector.
 enum class kind { vector, number, single };
 /// A form on tw::fixed values: the argument kinds, and whether it gets the deep checks.
-template <bool Deep, kind... K> struct fixed_form {};
-template <kind... K> using on_fixed = fixed_form<false, K...>;
-template <kind... K> using on_fixed_deep = fixed_form<true, K...>;
+template <bool Deep, kind... K>
+struct fixed_form {};
+template <kind... K>
+using on_fixed = fixed_form<false, K...>;
+template <kind... K>
+using on_fixed_deep = fixed_form<true, K...>;
 
-template <std::size_t N, class F, class Op = composite, bool Scalars = false, bool Floats = true, class Fixed = std::tuple<>>
+template <std::size_t N, class F, class Op = composite, bool Scalars = false, bool Floats = true,
+          class Fixed = std::tuple<>>
 struct op_row {
   static constexpr bool scalars = Scalars;  // also run with double arguments (samples of rank 0)
   static constexpr bool floats = Floats;    // check the float kernels
@@ -71,9 +77,9 @@ struct op_row {
   std::vector<sampler<N>> samples;
   std::array<bool, N> diff;  // which args are differentiated (index args are not)
   Op op{};
-  double tol = 1e-5;        // finite-difference tolerance (relative)
+  double tol = 1e-5;                   // finite-difference tolerance (relative)
   double fixed_lo = -1, fixed_hi = 1;  // where the fixed forms draw their inputs
-  bool traced = false;  // the runtime path's automatic vmap must run the traced program (see traced())
+  bool traced = false;                 // the runtime path's automatic vmap must run the traced program (see traced())
 };
 
 template <std::size_t N>
@@ -99,7 +105,8 @@ auto prim(std::string name, Op op, std::vector<sampler<N>> s, double tol = 1e-5)
 /// The row, also checked with double arguments on its rank-0 samples.
 template <std::size_t N, class F, class Op, bool S, bool Fl, class Fx>
 op_row<N, F, Op, true, Fl, Fx> with_scalars(op_row<N, F, Op, S, Fl, Fx> r) {
-  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.fixed_lo, r.fixed_hi, r.traced};
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.fixed_lo,
+          r.fixed_hi,        r.traced};
 }
 
 /// The row, also checked on tw::fixed values in each of Forms (fixed_form), inputs in [lo, hi].
@@ -120,7 +127,8 @@ Row traced(Row r) {
 /// The row without the float-kernel check (for functions that build double constants).
 template <std::size_t N, class F, class Op, bool S, bool Fl, class Fx>
 op_row<N, F, Op, S, false, Fx> doubles_only(op_row<N, F, Op, S, Fl, Fx> r) {
-  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.fixed_lo, r.fixed_hi, r.traced};
+  return {std::move(r.name), std::move(r.f), std::move(r.samples), r.diff, r.op, r.tol, r.fixed_lo,
+          r.fixed_hi,        r.traced};
 }
 
 /// Independent uniform samples of the given shapes in [lo, hi].
@@ -128,7 +136,8 @@ template <std::size_t N>
 sampler<N> uniform(std::array<shape_t, N> shapes, double lo = -1, double hi = 1) {
   return [=](unsigned seed) {
     inputs<N> r;
-    for (std::size_t i = 0; i < N; ++i) r[i] = sample(shapes[i], lo, hi, seed * 7919u + static_cast<unsigned>(i) * 131u + 1u);
+    for (std::size_t i = 0; i < N; ++i)
+      r[i] = sample(shapes[i], lo, hi, seed * 7919u + static_cast<unsigned>(i) * 131u + 1u);
     return r;
   };
 }
@@ -154,8 +163,12 @@ inline void count(const char* rule) { ++counter().per_rule[rule]; }
 
 namespace detail_check {
 
-inline tensor<float> to_float(const tensor<double>& t) { return tensor<float>(t.shape(), std::vector<float>(t.data(), t.data() + t.numel())); }
-inline tensor<double> to_double(const tensor<float>& t) { return tensor<double>(t.shape(), std::vector<double>(t.data(), t.data() + t.numel())); }
+inline tensor<float> to_float(const tensor<double>& t) {
+  return tensor<float>(t.shape(), std::vector<float>(t.data(), t.data() + t.numel()));
+}
+inline tensor<double> to_double(const tensor<float>& t) {
+  return tensor<double>(t.shape(), std::vector<double>(t.data(), t.data() + t.numel()));
+}
 inline tensor<double> to_double(float x) { return tensor<double>(static_cast<double>(x)); }
 
 inline double inner(const tensor<double>& a, const tensor<double>& b) {
@@ -182,8 +195,9 @@ auto erase(F f) {
 
 template <std::size_t N, class F>
 auto grad_all(F f) {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) { return tower::grad(std::move(f), argnums<static_cast<int>(I)...>); }(
-      std::make_index_sequence<N>{});
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return tower::grad(std::move(f), argnums<static_cast<int>(I)...>);
+  }(std::make_index_sequence<N>{});
 }
 
 template <unsigned M, std::size_t I>
@@ -254,10 +268,15 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
   // jvp: the op's own rule, called on plain values.
   if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(r.op)>, composite>) {
     inputs<N> t;
-    for (std::size_t i = 0; i < N; ++i) t[i] = r.diff[i] ? sample(x[i].shape(), -1, 1, seed + 31 + static_cast<unsigned>(i)) : zeros<double>(x[i].shape());
+    for (std::size_t i = 0; i < N; ++i)
+      t[i] =
+          r.diff[i] ? sample(x[i].shape(), -1, 1, seed + 31 + static_cast<unsigned>(i)) : zeros<double>(x[i].shape());
     if constexpr (detail_check::has_jvp_rule<std::remove_cvref_t<decltype(r.op)>>(std::make_index_sequence<N>{})) {
-      const tensor<double> jt =
-          as_tensor(std::apply([&](const auto&... xi) { return std::apply([&](const auto&... ti) { return r.op.jvp(y, xi..., ti...); }, t); }, x));
+      const tensor<double> jt = as_tensor(std::apply(
+          [&](const auto&... xi) {
+            return std::apply([&](const auto&... ti) { return r.op.jvp(y, xi..., ti...); }, t);
+          },
+          x));
       const double h = fd_step;
       inputs<N> xp = x, xm = x;
       for (std::size_t i = 0; i < N; ++i) {
@@ -315,7 +334,8 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
             std::vector<tensor<double>> rows;
             for (std::int64_t b = 0; b < B; ++b) {
               inputs<N> xb;
-              for (std::size_t i = 0; i < N; ++i) xb[i] = ((M >> i) & 1u) ? ex[static_cast<std::size_t>(b)][i] : ex[0][i];
+              for (std::size_t i = 0; i < N; ++i)
+                xb[i] = ((M >> i) & 1u) ? ex[static_cast<std::size_t>(b)][i] : ex[0][i];
               rows.push_back(as_tensor(std::apply(f, xb)));
             }
             const tensor<double> expect = stack(rows);
@@ -348,7 +368,8 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
     std::vector<tensor<double>> outer;
     for (std::int64_t b1 = 0; b1 < B1; ++b1) {
       std::vector<tensor<double>> inner_;
-      for (std::int64_t b2 = 0; b2 < B2; ++b2) inner_.push_back(as_tensor(std::apply(f, ex2[static_cast<std::size_t>(b1 * B2 + b2)])));
+      for (std::int64_t b2 = 0; b2 < B2; ++b2)
+        inner_.push_back(as_tensor(std::apply(f, ex2[static_cast<std::size_t>(b1 * B2 + b2)])));
       outer.push_back(stack(inner_));
     }
     const tensor<double> expect = stack(outer);
@@ -453,7 +474,8 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
         }
         dyn::last_fusion() = {};
         std::array<std::int64_t, N> zero_dims{};
-        require_close(as_tensor(std::apply(tower::vmap(erase<N>(f), make_in_dims<1u, N>(zero_dims)), first_only)), stack(rows_first), 1e-12);
+        require_close(as_tensor(std::apply(tower::vmap(erase<N>(f), make_in_dims<1u, N>(zero_dims)), first_only)),
+                      stack(rows_first), 1e-12);
         INFO("refusal: " << dyn::last_fusion().refusal);
         REQUIRE(dyn::last_fusion().fused);
         count("traced");
@@ -494,34 +516,36 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
 
   // scalars: double arguments, grad and grad(grad) against finite differences, both paths.
   if constexpr (Row::scalars) {
-  if (y.dim() == 0) {
-    bool all_scalar = true;
-    for (const auto& xi : x) all_scalar = all_scalar && xi.dim() == 0;
-    if (all_scalar) {
-      std::array<double, N> xs;
-      for (std::size_t i = 0; i < N; ++i) xs[i] = x[i].item();
-      auto fs = [f](auto... v) { return f(v...) * 1.0; };
-      const inputs<N> gs = grads_array<N>(std::apply(grad_all<N>(fs), xs));
-      for (std::size_t i = 0; i < N; ++i) {
-        std::array<double, N> xp = xs, xm = xs;
-        xp[i] += fd_step;
-        xm[i] -= fd_step;
-        require_close(gs[i].item(), (as_tensor(std::apply(f, xp)).item() - as_tensor(std::apply(f, xm)).item()) / (2 * fd_step), r.tol);
-      }
-      count("scalar grad");
-      const inputs<N> gsr = grads_array<N>(std::apply(grad_all<N>(erase<N>(fs)), xs));
-      for (std::size_t i = 0; i < N; ++i) require_close(gsr[i].item(), gs[i].item(), 1e-12);
-      count("runtime");
-      if constexpr (N == 1) {
-        const double dd = tower::grad(tower::grad(fs))(xs[0]);
-        auto d1 = [&](double v) { return static_cast<double>(tower::grad(fs)(v)); };
-        require_close(dd, (d1(xs[0] + 1e-5) - d1(xs[0] - 1e-5)) / 2e-5, 1e-4);
-        count("grad(grad)");
-        require_close(tower::grad(tower::grad(erase<1>(fs)))(xs[0]).item(), dd, 1e-12);
+    if (y.dim() == 0) {
+      bool all_scalar = true;
+      for (const auto& xi : x) all_scalar = all_scalar && xi.dim() == 0;
+      if (all_scalar) {
+        std::array<double, N> xs;
+        for (std::size_t i = 0; i < N; ++i) xs[i] = x[i].item();
+        auto fs = [f](auto... v) { return f(v...) * 1.0; };
+        const inputs<N> gs = grads_array<N>(std::apply(grad_all<N>(fs), xs));
+        for (std::size_t i = 0; i < N; ++i) {
+          std::array<double, N> xp = xs, xm = xs;
+          xp[i] += fd_step;
+          xm[i] -= fd_step;
+          require_close(gs[i].item(),
+                        (as_tensor(std::apply(f, xp)).item() - as_tensor(std::apply(f, xm)).item()) / (2 * fd_step),
+                        r.tol);
+        }
+        count("scalar grad");
+        const inputs<N> gsr = grads_array<N>(std::apply(grad_all<N>(erase<N>(fs)), xs));
+        for (std::size_t i = 0; i < N; ++i) require_close(gsr[i].item(), gs[i].item(), 1e-12);
         count("runtime");
+        if constexpr (N == 1) {
+          const double dd = tower::grad(tower::grad(fs))(xs[0]);
+          auto d1 = [&](double v) { return static_cast<double>(tower::grad(fs)(v)); };
+          require_close(dd, (d1(xs[0] + 1e-5) - d1(xs[0] - 1e-5)) / 2e-5, 1e-4);
+          count("grad(grad)");
+          require_close(tower::grad(tower::grad(erase<1>(fs)))(xs[0]).item(), dd, 1e-12);
+          count("runtime");
+        }
       }
     }
-  }
   }
 }
 
@@ -578,7 +602,8 @@ tensor<double> fd_hessian(const Gradient& gradient, const Args& args) {
     const auto gm = std::apply(gradient, am);
     const tensor<double>& cp = component<I, A>(gp);
     const tensor<double>& cm = component<I, A>(gm);
-    for (std::int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i * n + j)] = (cp.data()[i] - cm.data()[i]) / (2 * h);
+    for (std::int64_t i = 0; i < n; ++i)
+      out[static_cast<std::size_t>(i * n + j)] = (cp.data()[i] - cm.data()[i]) / (2 * h);
   }
   return tensor<double>({n, n}, out);
 }
@@ -600,8 +625,12 @@ void check_fixed(const Row& r, fixed_form<Deep, K...>, unsigned seed) {
   std::vector<tensor<double>> xs;
   unsigned s = seed;
   ((xs.push_back(sample(shape_of<K>(), r.fixed_lo, r.fixed_hi, s++))), ...);
-  auto fixed_args = [&]<std::size_t... I>(std::index_sequence<I...>) { return std::make_tuple(fixed_arg<K>(xs[I])...); }(std::make_index_sequence<A>{});
-  auto tensor_args = [&]<std::size_t... I>(std::index_sequence<I...>) { return std::make_tuple(tensor_arg<K>(xs[I])...); }(std::make_index_sequence<A>{});
+  auto fixed_args = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple(fixed_arg<K>(xs[I])...);
+  }(std::make_index_sequence<A>{});
+  auto tensor_args = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple(tensor_arg<K>(xs[I])...);
+  }(std::make_index_sequence<A>{});
 
   // Values.
   const auto yf = std::apply(f, fixed_args);
@@ -618,7 +647,9 @@ void check_fixed(const Row& r, fixed_form<Deep, K...>, unsigned seed) {
   const auto gf = std::apply(grad_all<A>(loss_f), fixed_args);
   const auto gt = std::apply(grad_t, tensor_args);
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (require_close(as_tensor(tower::sum(component<I, A>(gf)) * 1.0), as_tensor(tower::sum(component<I, A>(gt)) * 1.0), 1e-12), ...);
+    (require_close(as_tensor(tower::sum(component<I, A>(gf)) * 1.0), as_tensor(tower::sum(component<I, A>(gt)) * 1.0),
+                   1e-12),
+     ...);
   }(std::make_index_sequence<A>{});
   if constexpr (unary_vector) require_close(tt(gf), gt, 1e-12);  // elementwise: a sum could hide a permutation
   count("fixed grad");
@@ -639,8 +670,9 @@ void check_fixed(const Row& r, fixed_form<Deep, K...>, unsigned seed) {
     if constexpr (kinds_[I] == kind::vector) {
       using G = decltype(loss_f);
       constexpr bool on_jets = []<std::size_t... J>(std::index_sequence<J...>) {
-        return tower::detail::hessian_on_jets<jacrev_transform<G, argnums_t<static_cast<int>(I)>>, static_cast<int>(I),
-                                              std::remove_cvref_t<decltype(fixed_arg<kinds_[J]>(std::declval<tensor<double>>()))>...>();
+        return tower::detail::hessian_on_jets<
+            jacrev_transform<G, argnums_t<static_cast<int>(I)>>, static_cast<int>(I),
+            std::remove_cvref_t<decltype(fixed_arg<kinds_[J]>(std::declval<tensor<double>>()))>...>();
       }(std::make_index_sequence<A>{});
       STATIC_REQUIRE(on_jets);
       const tensor<double> hf = to_tensor(std::apply(tower::hessian(loss_f, argnums<static_cast<int>(I)>), fixed_args));
@@ -661,7 +693,8 @@ void check_fixed(const Row& r, fixed_form<Deep, K...>, unsigned seed) {
     const tensor<double> X = sample({batch, n}, r.fixed_lo, r.fixed_hi, seed + 200);
     const tensor<double> H = tower::vmap(tower::hessian(loss_f), in_dims(fixed_rows<n>))(X);
     REQUIRE(H.shape() == shape_t{batch, n, n});
-    for (std::int64_t b = 0; b < batch; ++b) require_close(row(H, b), to_tensor(tower::hessian(loss_f)(fx(row(X, b)))), 1e-13);
+    for (std::int64_t b = 0; b < batch; ++b)
+      require_close(row(H, b), to_tensor(tower::hessian(loss_f)(fx(row(X, b)))), 1e-13);
     count("fixed vmap(hessian)");
   }
 
@@ -670,7 +703,8 @@ void check_fixed(const Row& r, fixed_form<Deep, K...>, unsigned seed) {
   if constexpr (((K == kind::vector) || ...)) {
     std::vector<tensor<double>> batched_;
     unsigned bs_seed = seed + 100;
-    ((batched_.push_back(K == kind::vector ? sample({batch, n}, r.fixed_lo, r.fixed_hi, bs_seed++) : sample({batch}, r.fixed_lo, r.fixed_hi, bs_seed++))),
+    ((batched_.push_back(K == kind::vector ? sample({batch, n}, r.fixed_lo, r.fixed_hi, bs_seed++)
+                                           : sample({batch}, r.fixed_lo, r.fixed_hi, bs_seed++))),
      ...);
     auto entry_fixed = [](auto k) {
       if constexpr (decltype(k)::value == kind::vector) return fixed_rows<n>;
@@ -678,9 +712,12 @@ void check_fixed(const Row& r, fixed_form<Deep, K...>, unsigned seed) {
     };
     const auto in_f = in_dims(entry_fixed(std::integral_constant<kind, K>{})...);
     const auto in_t = in_dims((static_cast<void>(K), 0)...);
-    STATIC_REQUIRE(tower::detail::fused_fixed::applies<decltype(grad_all<A>(loss_f)), decltype(in_f),
-                                                       std::conditional_t<true, tensor<double>, std::integral_constant<kind, K>>...>());
-    auto batched_args = [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tie(batched_[I]...); }(std::make_index_sequence<A>{});
+    STATIC_REQUIRE(tower::detail::fused_fixed::applies<
+                   decltype(grad_all<A>(loss_f)), decltype(in_f),
+                   std::conditional_t<true, tensor<double>, std::integral_constant<kind, K>>...>());
+    auto batched_args = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::tie(batched_[I]...);
+    }(std::make_index_sequence<A>{});
     auto per_f = std::apply(tower::vmap(grad_all<A>(loss_f), in_f), batched_args);
     auto per_t = std::apply(tower::vmap(grad_t, in_t), batched_args);
     [&]<std::size_t... I>(std::index_sequence<I...>) {

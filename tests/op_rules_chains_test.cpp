@@ -20,19 +20,23 @@ std::vector<sampler<2>> vectors(double lo = -1, double hi = 1) {
 
 }  // namespace
 
-TEST_CASE("reductions inside elementwise chains, dot, vecdot, Lennard-Jones, where: every rule, both paths, fixed values") {
+TEST_CASE(
+    "reductions inside elementwise chains, dot, vecdot, Lennard-Jones, where: every rule, both paths, fixed values") {
   counter() = {};
   using enum kind;
   // The deep forms stand for the rule kinds on elementwise jets: the dense fallback after a
   // reduction (sum), a product of two vectors (dot), a force (Lennard-Jones).
   check_table(std::make_tuple(
-      with_fixed<on_fixed_deep<vector>>(row<1>("sum(sin(x)) * x", [](auto x) { return tw::sum(tw::sin(x)) * x; }, any_rank())),
-      with_fixed<on_fixed<vector>>(row<1>("amax(sin(x)) * x", [](auto x) { return tw::amax(tw::sin(x)) * x; }, any_rank())),
-      with_fixed<on_fixed<vector>>(row<1>("amin(sin(x)) * x", [](auto x) { return tw::amin(tw::sin(x)) * x; }, any_rank())),
-      with_fixed<on_fixed_deep<vector, vector>>(row<2>("dot(a, b) * a", [](auto a, auto b) { return tw::dot(a, b) * a; }, vectors())),
-      with_fixed<on_fixed<vector, vector>>(
-          row<2>("vecdot(exp(a), b) + b", [](auto a, auto b) { return tw::vecdot(tw::exp(a), b) + b; },
-                 vectors())),
+      with_fixed<on_fixed_deep<vector>>(row<1>(
+          "sum(sin(x)) * x", [](auto x) { return tw::sum(tw::sin(x)) * x; }, any_rank())),
+      with_fixed<on_fixed<vector>>(row<1>(
+          "amax(sin(x)) * x", [](auto x) { return tw::amax(tw::sin(x)) * x; }, any_rank())),
+      with_fixed<on_fixed<vector>>(row<1>(
+          "amin(sin(x)) * x", [](auto x) { return tw::amin(tw::sin(x)) * x; }, any_rank())),
+      with_fixed<on_fixed_deep<vector, vector>>(row<2>(
+          "dot(a, b) * a", [](auto a, auto b) { return tw::dot(a, b) * a; }, vectors())),
+      with_fixed<on_fixed<vector, vector>>(row<2>(
+          "vecdot(exp(a), b) + b", [](auto a, auto b) { return tw::vecdot(tw::exp(a), b) + b; }, vectors())),
       with_fixed<on_fixed_deep<vector, number>>(
           row<2>("Lennard-Jones force",
                  [](auto r, auto c) {
@@ -42,8 +46,9 @@ TEST_CASE("reductions inside elementwise chains, dot, vecdot, Lennard-Jones, whe
                  },
                  {uniform<2>({shape_t{3}, shape_t{}}, 0.6, 1.4), uniform<2>({shape_t{2, 3}, shape_t{}}, 0.6, 1.4)}),
           0.6, 1.4),
-      with_fixed<on_fixed<vector, vector>>(
-          row<2>("where(a > b, a * b, a - b)", [](auto a, auto b) { return tw::where(tw::gt(a, b), a * b, a - b); }, vectors(-2, 2)))));
+      with_fixed<on_fixed<vector, vector>>(row<2>(
+          "where(a > b, a * b, a - b)", [](auto a, auto b) { return tw::where(tw::gt(a, b), a * b, a - b); },
+          vectors(-2, 2)))));
   counter().report("chains");
   REQUIRE(counter().total() > 300);
   REQUIRE(counter().per_rule["fixed vmap(grad)"] == 7);

@@ -13,9 +13,9 @@ namespace {
 /// Broadcasting pairs: equal shapes, trailing broadcast, size-1 dims on both sides, a scalar
 /// (rank 0) on either side, two scalars.
 std::vector<sampler<2>> binary(double lo, double hi) {
-  return {uniform<2>({shape_t{3}, shape_t{3}}, lo, hi),     uniform<2>({shape_t{2, 3}, shape_t{3}}, lo, hi),
+  return {uniform<2>({shape_t{3}, shape_t{3}}, lo, hi),       uniform<2>({shape_t{2, 3}, shape_t{3}}, lo, hi),
           uniform<2>({shape_t{2, 1}, shape_t{1, 3}}, lo, hi), uniform<2>({shape_t{4}, shape_t{}}, lo, hi),
-          uniform<2>({shape_t{}, shape_t{2, 2}}, lo, hi),   uniform<2>({shape_t{}, shape_t{}}, lo, hi)};
+          uniform<2>({shape_t{}, shape_t{2, 2}}, lo, hi),     uniform<2>({shape_t{}, shape_t{}}, lo, hi)};
 }
 
 template <class Op>
@@ -47,8 +47,10 @@ TEST_CASE("comparisons, where and creation ops: every rule, both paths") {
   where_row.diff = {false, true, true};
   check_table(std::make_tuple(
       binary_row("eq", tw::eq_op{}, -1, 1), binary_row("ne", tw::ne_op{}, -1, 1), binary_row("lt", tw::lt_op{}, -1, 1),
-      binary_row("le", tw::le_op{}, -1, 1), binary_row("gt", tw::gt_op{}, -1, 1), binary_row("ge", tw::ge_op{}, -1, 1), where_row,
-      traced(row<2>("where(x > y, x * y, y)", [](auto x, auto y) { return tw::where(tw::gt(x, y), x * y, y); }, binary(-2, 2))),
+      binary_row("le", tw::le_op{}, -1, 1), binary_row("gt", tw::gt_op{}, -1, 1), binary_row("ge", tw::ge_op{}, -1, 1),
+      where_row,
+      traced(row<2>(
+          "where(x > y, x * y, y)", [](auto x, auto y) { return tw::where(tw::gt(x, y), x * y, y); }, binary(-2, 2))),
       traced(row<1>("x * zeros_like + ones_like + full_like",
                     [](auto x) { return x * tw::zeros_like(x) + tw::ones_like(x) * x + tw::full_like(x, 2.5) * x; },
                     {uniform<1>({shape_t{}}), uniform<1>({shape_t{3}}), uniform<1>({shape_t{2, 2}})}))));

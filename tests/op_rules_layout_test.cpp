@@ -31,32 +31,38 @@ TEST_CASE("layout ops: permute, reshape family, expand, narrow, cat: every rule,
   check_table(std::make_tuple(
       prim<1>("permute", tw::permute_op{{2, 0, 1}}, {uniform<1>({shape_t{2, 3, 4}}), uniform<1>({shape_t{1, 3, 2}})}),
       // Only size-1 dims move: the storage is shared under the new shape (kernels::permute).
-      prim<1>("permute (size-1 dims)", tw::permute_op{{1, 0, 2}}, {uniform<1>({shape_t{1, 3, 2}}), uniform<1>({shape_t{3, 1, 2}})}),
-      prim<1>("reshape", tw::reshape_op{{3, -1}}, {uniform<1>({shape_t{6}}), uniform<1>({shape_t{2, 3}}), uniform<1>({shape_t{3, 1, 2}})}),
-      prim<1>("broadcast_to", tw::broadcast_to_op{{2, 3, 4}}, {uniform<1>({shape_t{}}), uniform<1>({shape_t{4}}), uniform<1>({shape_t{3, 1}})}),
+      prim<1>("permute (size-1 dims)", tw::permute_op{{1, 0, 2}},
+              {uniform<1>({shape_t{1, 3, 2}}), uniform<1>({shape_t{3, 1, 2}})}),
+      prim<1>("reshape", tw::reshape_op{{3, -1}},
+              {uniform<1>({shape_t{6}}), uniform<1>({shape_t{2, 3}}), uniform<1>({shape_t{3, 1, 2}})}),
+      prim<1>("broadcast_to", tw::broadcast_to_op{{2, 3, 4}},
+              {uniform<1>({shape_t{}}), uniform<1>({shape_t{4}}), uniform<1>({shape_t{3, 1}})}),
       prim<1>("narrow", tw::narrow_op{-1, 1, 2}, {uniform<1>({shape_t{4}}), uniform<1>({shape_t{2, 3}})}),
       prim<1>("pad", tw::pad_op{0, 1, 4}, {uniform<1>({shape_t{2}}), uniform<1>({shape_t{2, 3}})}),
       prim<2>("cat", tw::cat_op{0}, {uniform<2>({shape_t{2}, shape_t{3}}), uniform<2>({shape_t{1, 3}, shape_t{2, 3}})}),
       prim<2>("cat dim -1", tw::cat_op{-1}, {uniform<2>({shape_t{2, 2}, shape_t{2, 1}})}),
-      row<1>("transpose", [](auto x) { return tw::transpose(x, 0, -1); }, {uniform<1>({shape_t{2, 3}}), uniform<1>({shape_t{2, 1, 3}})}),
+      row<1>("transpose", [](auto x) { return tw::transpose(x, 0, -1); },
+             {uniform<1>({shape_t{2, 3}}), uniform<1>({shape_t{2, 1, 3}})}),
       row<1>("squeeze / unsqueeze / flatten",
              [](auto x) { return tw::flatten(tw::unsqueeze(tw::squeeze(x), 0) * 2.0, 0, -1); },
              {uniform<1>({shape_t{}}), uniform<1>({shape_t{3, 1}}), uniform<1>({shape_t{1, 2, 1, 3}})}),
-      row<1>("expand", [](auto x) { return tw::expand(x, {2, -1, 3}); }, {uniform<1>({shape_t{4, 1}}), uniform<1>({shape_t{1, 3}})}),
-      row<1>("slice", [](auto x) { return tw::slice(x, 0, -3, 10); }, {uniform<1>({shape_t{4}}), uniform<1>({shape_t{5, 2}})})));
+      row<1>("expand", [](auto x) { return tw::expand(x, {2, -1, 3}); },
+             {uniform<1>({shape_t{4, 1}}), uniform<1>({shape_t{1, 3}})}),
+      row<1>("slice", [](auto x) { return tw::slice(x, 0, -3, 10); },
+             {uniform<1>({shape_t{4}}), uniform<1>({shape_t{5, 2}})})));
   counter().report("layout");
   REQUIRE(counter().total() > 300);
 }
 
 TEST_CASE("indexing ops: stack, split, gather, scatter_add, index_select: every rule, both paths") {
   counter() = {};
-  auto gather_row = prim<2>("gather", tw::gather_op{1},
-                            {gather_sampler({2, 3}, {2, 4}, 1), gather_sampler({3, 4}, {2, 2}, 1), gather_sampler({2, 2, 3}, {2, 1, 3}, 1)});
+  auto gather_row = prim<2>(
+      "gather", tw::gather_op{1},
+      {gather_sampler({2, 3}, {2, 4}, 1), gather_sampler({3, 4}, {2, 2}, 1), gather_sampler({2, 2, 3}, {2, 1, 3}, 1)});
   gather_row.diff = {true, false};
   auto gather0 = prim<2>("gather dim 0", tw::gather_op{0}, {gather_sampler({4}, {6}, 0)});
   gather0.diff = {true, false};
-  auto scatter = prim<3>("scatter_add", tw::scatter_add_op{0},
-                         {[](unsigned seed) {
+  auto scatter = prim<3>("scatter_add", tw::scatter_add_op{0}, {[](unsigned seed) {
                            auto g = gather_sampler({3, 2}, {4, 2}, 0)(seed);
                            return std::array<tw::tensor<double>, 3>{g[0], g[1], sample({4, 2}, -1, 1, seed + 5)};
                          }});
@@ -64,15 +70,18 @@ TEST_CASE("indexing ops: stack, split, gather, scatter_add, index_select: every 
   auto ce = row<2>("cross_entropy (class indices)", [](auto x, auto t) { return tw::cross_entropy(x, t); },
                    {gather_sampler({3, 4}, {3}, 0), gather_sampler({4}, {}, 0)});
   ce.diff = {true, false};
-  check_table(std::make_tuple(
-      row<1>("stack", [](auto x) { return tw::stack({x, x * 2.0, tw::sin(x)}, -1); },
-             {uniform<1>({shape_t{3}}), uniform<1>({shape_t{}}), uniform<1>({shape_t{2, 2}})}),
-      row<1>("split", [](auto x) { auto p = tw::split(x, 2, 0); return p[0] * 3.0 + tw::sum(p.back()); },
-             {uniform<1>({shape_t{5}}), uniform<1>({shape_t{4, 2}})}),
-      gather_row, gather0, scatter,
-      row<1>("index_select", [](auto x) { return tw::index_select(x, -1, {2, 0, -1, 2}); },
-             {uniform<1>({shape_t{3}}), uniform<1>({shape_t{2, 3}})}),
-      ce));
+  check_table(std::make_tuple(row<1>("stack", [](auto x) { return tw::stack({x, x * 2.0, tw::sin(x)}, -1); },
+                                     {uniform<1>({shape_t{3}}), uniform<1>({shape_t{}}), uniform<1>({shape_t{2, 2}})}),
+                              row<1>("split",
+                                     [](auto x) {
+                                       auto p = tw::split(x, 2, 0);
+                                       return p[0] * 3.0 + tw::sum(p.back());
+                                     },
+                                     {uniform<1>({shape_t{5}}), uniform<1>({shape_t{4, 2}})}),
+                              gather_row, gather0, scatter,
+                              row<1>("index_select", [](auto x) { return tw::index_select(x, -1, {2, 0, -1, 2}); },
+                                     {uniform<1>({shape_t{3}}), uniform<1>({shape_t{2, 3}})}),
+                              ce));
   counter().report("indexing");
   REQUIRE(counter().total() > 250);
 }
@@ -85,7 +94,8 @@ TEST_CASE("layout and indexing ops raise tower::error naming the op and the shap
   REQUIRE_THROWS_WITH(tw::squeeze(x, 0), Catch::Contains("squeeze") && Catch::Contains("[2, 3]"));
   REQUIRE_THROWS_WITH(tw::reshape(x, {4, 2}), Catch::Contains("reshape") && Catch::Contains("[2, 3]"));
   REQUIRE_THROWS_WITH(tw::broadcast_to(x, {3, 3}), Catch::Contains("broadcast_to"));
-  REQUIRE_THROWS_WITH(tw::gather(x, 1, tw::tensor<double>{{0.0, 5.0}}), Catch::Contains("gather") && Catch::Contains("out of range"));
+  REQUIRE_THROWS_WITH(tw::gather(x, 1, tw::tensor<double>{{0.0, 5.0}}),
+                      Catch::Contains("gather") && Catch::Contains("out of range"));
   REQUIRE_THROWS_WITH(tw::index_select(x, 0, {2}), Catch::Contains("index_select"));
   REQUIRE_THROWS_WITH(x + sample({4}), Catch::Contains("add") && Catch::Contains("[2, 3]") && Catch::Contains("[4]"));
   // Errors keep their words under transforms too.
@@ -170,7 +180,8 @@ TEST_CASE("cat of many values: one pass for plain tensors and runtime values, th
         for (std::int64_t i = 0; i < s[0]; ++i)
           for (std::int64_t j = 0; j < s[1]; ++j)
             for (std::int64_t k = 0; k < s[2]; ++k) {
-              const std::int64_t at[3] = {i + (d == 0 ? offset : 0), j + (d == 1 ? offset : 0), k + (d == 2 ? offset : 0)};
+              const std::int64_t at[3] = {i + (d == 0 ? offset : 0), j + (d == 1 ? offset : 0),
+                                          k + (d == 2 ? offset : 0)};
               REQUIRE(y(at[0], at[1], at[2]) == p(i, j, k));
             }
         offset += s[static_cast<std::size_t>(d)];
@@ -186,7 +197,8 @@ TEST_CASE("cat of many values: one pass for plain tensors and runtime values, th
   // A part whose other dims differ, anywhere in the list, names the shapes.
   const std::vector<tw::tensor<double>> bad{sample({2, 3}), sample({1, 3}), sample({2, 2})};
   REQUIRE_THROWS_WITH(tw::cat(bad, 0), Catch::Contains("cat") && Catch::Contains("[2, 2]"));
-  REQUIRE_THROWS_WITH(tw::cat(std::vector<value>(bad.begin(), bad.end()), 0), Catch::Contains("cat") && Catch::Contains("[2, 2]"));
+  REQUIRE_THROWS_WITH(tw::cat(std::vector<value>(bad.begin(), bad.end()), 0),
+                      Catch::Contains("cat") && Catch::Contains("[2, 2]"));
   REQUIRE_THROWS_WITH(tw::cat(std::vector<tw::tensor<double>>{sample({2}), sample({})}, 0), Catch::Contains("cat"));
   REQUIRE_THROWS_WITH(tw::cat(bad, 2), Catch::Contains("cat"));
 }
@@ -228,7 +240,7 @@ TEST_CASE("broadcast_to: every way a shape can grow, against an index loop") {
   // [P, 3]), and both or neither.
   const std::pair<shape_t, shape_t> cases[] = {
       {{5, 1}, {5, 3}}, {{2, 3, 1}, {2, 3, 4}}, {{2, 1, 1}, {2, 3, 4}}, {{1, 3, 1}, {2, 3, 4}}, {{3, 1}, {2, 3, 4}},
-      {{4}, {2, 3, 4}}, {{1, 1}, {2, 2}}, {{2, 1, 4}, {2, 3, 4}}, {{2, 3}, {2, 3}}, {{0, 1}, {0, 3}}};
+      {{4}, {2, 3, 4}}, {{1, 1}, {2, 2}},       {{2, 1, 4}, {2, 3, 4}}, {{2, 3}, {2, 3}},       {{0, 1}, {0, 3}}};
   for (const auto& [from, to] : cases) {
     INFO("from " << tw::detail::shape_str(from) << " to " << tw::detail::shape_str(to));
     const tw::tensor<double> x = sample(from, -1, 1, 90);

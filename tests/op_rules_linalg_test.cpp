@@ -17,7 +17,8 @@ namespace {
 tw::tensor<double> well_conditioned(shape_t s, unsigned seed) {
   tw::tensor<double> a = sample(s, -1, 1, seed);
   const std::int64_t n = s.back();
-  return tw::kernels::zip("add", a, tw::eye<double>(n) * static_cast<double>(n), [](double x, double y) { return x + y; });
+  return tw::kernels::zip("add", a, tw::eye<double>(n) * static_cast<double>(n),
+                          [](double x, double y) { return x + y; });
 }
 
 /// Symmetric positive-definite matrices M Mᵀ + n I.
@@ -32,32 +33,38 @@ tw::tensor<double> spd(shape_t s, unsigned seed) {
 TEST_CASE("linear algebra: matmul family, vecdot, dot, solve, cholesky, trace, outer: every rule, both paths") {
   counter() = {};
   auto solve_samples = [](shape_t a, shape_t b) {
-    return [=](unsigned seed) { return std::array<tw::tensor<double>, 2>{well_conditioned(a, seed), sample(b, -1, 1, seed + 3)}; };
+    return [=](unsigned seed) {
+      return std::array<tw::tensor<double>, 2>{well_conditioned(a, seed), sample(b, -1, 1, seed + 3)};
+    };
   };
   check_table(std::make_tuple(
       prim<2>("matmul (stacks of matrices)", tw::matmul_op{},
               {uniform<2>({shape_t{2, 3}, shape_t{3, 4}}), uniform<2>({shape_t{2, 2, 3}, shape_t{3, 1}}),
                uniform<2>({shape_t{1, 2, 3}, shape_t{2, 3, 2}})}),
       row<2>("matmul (1-D operands)", [](auto a, auto b) { return tw::matmul(a, b); },
-             {uniform<2>({shape_t{3}, shape_t{3}}), uniform<2>({shape_t{3}, shape_t{3, 2}}), uniform<2>({shape_t{2, 3}, shape_t{3}}),
-              uniform<2>({shape_t{3}, shape_t{2, 3, 2}})}),
+             {uniform<2>({shape_t{3}, shape_t{3}}), uniform<2>({shape_t{3}, shape_t{3, 2}}),
+              uniform<2>({shape_t{2, 3}, shape_t{3}}), uniform<2>({shape_t{3}, shape_t{2, 3, 2}})}),
       row<2>("mm / mv", [](auto a, auto v) { return tw::mv(tw::mm(a, tw::transpose(a, 0, 1)), v); },
              {uniform<2>({shape_t{3, 2}, shape_t{3}})}),
       row<2>("bmm", [](auto a, auto b) { return tw::bmm(a, b); }, {uniform<2>({shape_t{2, 2, 3}, shape_t{2, 3, 2}})}),
       prim<2>("vecdot", tw::vecdot_op{},
-              {uniform<2>({shape_t{3}, shape_t{3}}), uniform<2>({shape_t{2, 3}, shape_t{3}}), uniform<2>({shape_t{3}, shape_t{2, 3}}),
-               uniform<2>({shape_t{2, 1, 3}, shape_t{4, 3}}), uniform<2>({shape_t{2, 3}, shape_t{2, 3}})}),
-      row<2>("dot", [](auto x, auto y) { return tw::dot(x, y); }, {uniform<2>({shape_t{4}, shape_t{4}}), uniform<2>({shape_t{1}, shape_t{1}})}),
+              {uniform<2>({shape_t{3}, shape_t{3}}), uniform<2>({shape_t{2, 3}, shape_t{3}}),
+               uniform<2>({shape_t{3}, shape_t{2, 3}}), uniform<2>({shape_t{2, 1, 3}, shape_t{4, 3}}),
+               uniform<2>({shape_t{2, 3}, shape_t{2, 3}})}),
+      row<2>("dot", [](auto x, auto y) { return tw::dot(x, y); },
+             {uniform<2>({shape_t{4}, shape_t{4}}), uniform<2>({shape_t{1}, shape_t{1}})}),
       row<2>("outer", [](auto a, auto b) { return tw::outer(a, b); }, {uniform<2>({shape_t{3}, shape_t{2}})}),
       row<1>("trace", [](auto a) { return tw::trace(a); }, {uniform<1>({shape_t{3, 3}}), uniform<1>({shape_t{2, 3}})}),
       prim<2>("solve", tw::solve_op{}, {solve_samples({3, 3}, {3, 2}), solve_samples({2, 2, 2}, {2, 1})}),
-      row<2>("solve (vector right-hand side)", [](auto a, auto b) { return tw::solve(a, b); }, {solve_samples({3, 3}, {3})}),
+      row<2>("solve (vector right-hand side)", [](auto a, auto b) { return tw::solve(a, b); },
+             {solve_samples({3, 3}, {3})}),
       prim<1>("cholesky", tw::cholesky_op{},
               {[](unsigned seed) { return std::array<tw::tensor<double>, 1>{spd({3, 3}, seed)}; },
                [](unsigned seed) { return std::array<tw::tensor<double>, 1>{spd({2, 2, 2}, seed)}; }}),
-      doubles_only(row<1>("cholesky of M Mᵀ + 3 I",
-                          [](auto m) { return tw::cholesky(tw::matmul(m, tw::transpose(m, 0, 1)) + tw::eye<double>(3) * 3.0); },
-                          {uniform<1>({shape_t{3, 3}})}))));
+      doubles_only(
+          row<1>("cholesky of M Mᵀ + 3 I",
+                 [](auto m) { return tw::cholesky(tw::matmul(m, tw::transpose(m, 0, 1)) + tw::eye<double>(3) * 3.0); },
+                 {uniform<1>({shape_t{3, 3}})}))));
   counter().report("linalg");
   REQUIRE(counter().total() > 250);
 }
@@ -67,14 +74,18 @@ TEST_CASE("linear algebra raises tower::error naming the op and the shapes") {
   REQUIRE_THROWS_WITH(tw::matmul(a, b), Catch::Contains("matmul") && Catch::Contains("[2, 3]"));
   REQUIRE_THROWS_WITH(tw::mm(a, sample({3})), Catch::Contains("mm") && Catch::Contains("[3]"));
   REQUIRE_THROWS_WITH(tw::vecdot(a, sample({2})), Catch::Contains("vecdot") && Catch::Contains("[2, 3] and [2]"));
-  REQUIRE_THROWS_WITH(tw::vecdot(sample({2, 3}), sample({3, 3})), Catch::Contains("vecdot") && Catch::Contains("broadcast"));
+  REQUIRE_THROWS_WITH(tw::vecdot(sample({2, 3}), sample({3, 3})),
+                      Catch::Contains("vecdot") && Catch::Contains("broadcast"));
   REQUIRE_THROWS_WITH(tw::solve(tw::tensor<double>{{1.0, 2.0}, {2.0, 4.0}}, tw::tensor<double>{1.0, 1.0}),
                       Catch::Contains("solve") && Catch::Contains("singular"));
   REQUIRE_THROWS_WITH(tw::solve(a, b), Catch::Contains("solve") && Catch::Contains("[2, 3]"));
-  REQUIRE_THROWS_WITH(tw::cholesky(tw::tensor<double>{{1.0, 2.0}, {2.0, 1.0}}), Catch::Contains("cholesky") && Catch::Contains("positive definite"));
-  REQUIRE_THROWS_WITH(tw::matmul(sample({2, 2, 3}), sample({3, 3, 2})), Catch::Contains("matmul") && Catch::Contains("broadcastable"));
+  REQUIRE_THROWS_WITH(tw::cholesky(tw::tensor<double>{{1.0, 2.0}, {2.0, 1.0}}),
+                      Catch::Contains("cholesky") && Catch::Contains("positive definite"));
+  REQUIRE_THROWS_WITH(tw::matmul(sample({2, 2, 3}), sample({3, 3, 2})),
+                      Catch::Contains("matmul") && Catch::Contains("broadcastable"));
   // Under transforms, on both paths.
-  REQUIRE_THROWS_WITH(tw::vmap([](auto x) { return tw::solve(x, x); })(tw::zeros<double>({2, 2, 2})), Catch::Contains("singular"));
+  REQUIRE_THROWS_WITH(tw::vmap([](auto x) { return tw::solve(x, x); })(tw::zeros<double>({2, 2, 2})),
+                      Catch::Contains("singular"));
   std::function<tw::dyn::value(tw::dyn::value)> f = [](tw::dyn::value x) { return tw::sum(tw::cholesky(x)); };
   REQUIRE_THROWS_WITH(tw::grad(f)(-tw::eye<double>(2)), Catch::Contains("positive definite"));
 }
@@ -91,7 +102,8 @@ tw::tensor<double> naive_matmul(const tw::tensor<double>& a, const tw::tensor<do
       for (std::int64_t c = 0; c < m; ++c) {
         double acc = 0;
         for (std::int64_t j = 0; j < k; ++j)
-          acc += a.data()[(stack_left ? s * n * k : 0) + i * k + j] * b.data()[(stack_left ? 0 : s * k * m) + j * m + c];
+          acc +=
+              a.data()[(stack_left ? s * n * k : 0) + i * k + j] * b.data()[(stack_left ? 0 : s * k * m) + j * m + c];
         out[static_cast<std::size_t>((s * n + i) * m + c)] = acc;
       }
   return tw::tensor<double>({count, n, m}, out);
@@ -162,8 +174,11 @@ TEST_CASE("matmul: diagonal operands (the basis after elementwise ops) give the 
       INFO("variant " << variant);
       std::vector<double> lv = dv, rv(r.data(), r.data() + r.numel()), wv(w.data(), w.data() + w.numel());
       if (variant == 1) lv[static_cast<std::size_t>(n * (n - 1) + 1)] = 0.5;  // one entry off the diagonal
-      if (variant == 2) rv[static_cast<std::size_t>(m + 2)] = std::numeric_limits<double>::infinity(), wv[5] = std::numeric_limits<double>::infinity();
-      if (variant == 3) rv.back() = std::numeric_limits<double>::quiet_NaN(), wv.back() = std::numeric_limits<double>::quiet_NaN();
+      if (variant == 2)
+        rv[static_cast<std::size_t>(m + 2)] = std::numeric_limits<double>::infinity(),
+                                        wv[5] = std::numeric_limits<double>::infinity();
+      if (variant == 3)
+        rv.back() = std::numeric_limits<double>::quiet_NaN(), wv.back() = std::numeric_limits<double>::quiet_NaN();
       const tw::tensor<double> l({n, 1, n}, lv), rr({n, m}, rv), ww({m, n}, wv), cols({n, n, 1}, lv);
       require_same_or_nan(tw::matmul(l, rr), naive_matmul(l, rr));
       require_same_or_nan(tw::matmul(ww, cols), naive_matmul(ww, cols));
@@ -171,7 +186,8 @@ TEST_CASE("matmul: diagonal operands (the basis after elementwise ops) give the 
   }
 }
 
-TEST_CASE("known_diagonal: the identity basis keeps it through products with finite operands, and loses it on a write") {
+TEST_CASE(
+    "known_diagonal: the identity basis keeps it through products with finite operands, and loses it on a write") {
   // matmul trusts the mark and skips the zeros of a known_diagonal operand without looking, so
   // every way to lose the structure must clear it; each case checks the product's numbers too.
   const std::int64_t n = 9, m = 11;
@@ -322,7 +338,9 @@ TEST_CASE("jacrev and jacfwd of tanh(A x), 64 x 64 (sparse products of the ident
   const tw::tensor<double> want({64, 64}, J);
   require_close(tw::jacrev(f)(x), want, 1e-15);
   require_close(tw::jacfwd(f)(x), want, 1e-15);
-  std::function<tw::dyn::value(tw::dyn::value)> erased = [&](tw::dyn::value v) { return tw::tanh(tw::matmul(tw::dyn::value(A), v)); };
+  std::function<tw::dyn::value(tw::dyn::value)> erased = [&](tw::dyn::value v) {
+    return tw::tanh(tw::matmul(tw::dyn::value(A), v));
+  };
   require_close(tw::jacrev(erased)(x).to_tensor(), want, 1e-15);
   require_close(tw::jacfwd(erased)(x).to_tensor(), want, 1e-15);
 }

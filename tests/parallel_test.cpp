@@ -22,8 +22,8 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 
@@ -31,13 +31,15 @@ namespace {
 const tbb::global_control four_threads(tbb::global_control::max_allowed_parallelism, 4);
 
 bool same_bits(const tensor<double>& a, const tensor<double>& b) {
-  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * sizeof(double)) == 0;
+  return a.shape() == b.shape() &&
+         std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * sizeof(double)) == 0;
 }
 bool same_bits(const value& a, const value& b) { return same_bits(a.to_tensor(), b.to_tensor()); }
 template <class... T>
 bool same_bits(const std::tuple<T...>& a, const std::tuple<T...>& b) {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) { return (same_bits(std::get<I>(a), std::get<I>(b)) && ...); }(
-      std::index_sequence_for<T...>{});
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return (same_bits(std::get<I>(a), std::get<I>(b)) && ...);
+  }(std::index_sequence_for<T...>{});
 }
 
 /// Runs serial() and parallel(): both throw the same message, or both return the same bits.
@@ -57,8 +59,8 @@ void require_same_outcome(S&& serial, P&& parallel) {
 
 // The per-example thread settings the tests run: 1, 2 and 4 threads with small grains, so that
 // small batches split; and the automatic grain.
-const std::vector<tw::parallel_t> settings = {tw::parallel(1, 64), tw::parallel(2, 64), tw::parallel(4, 64), tw::parallel(4, 100),
-                                              tw::parallel};
+const std::vector<tw::parallel_t> settings = {tw::parallel(1, 64), tw::parallel(2, 64), tw::parallel(4, 64),
+                                              tw::parallel(4, 100), tw::parallel};
 const std::vector<std::int64_t> batch_sizes = {0, 1, 7, 64, 65, 200, 1000, 2500};
 
 auto energy = [](auto r) {
@@ -96,17 +98,20 @@ TEST_CASE("parallel: the static path gives the serial vmap's bits for every thre
   const tensor<double> w = sample({4}, -1, 1, 1);
   for (const std::int64_t b : batch_sizes) {
     INFO("B = " << b);
-    const tensor<double> R = rows(b, 3, 2), X4 = sample({b, 4}, -1, 1, 3), Y = sample({b}, -1, 1, 4), X8 = sample({b, 8}, -1, 1, 5);
+    const tensor<double> R = rows(b, 3, 2), X4 = sample({b, 4}, -1, 1, 3), Y = sample({b}, -1, 1, 4),
+                         X8 = sample({b, 8}, -1, 1, 5);
     const tensor<double> XT = sample({3, b}, -1, 1, 6);  // batch along the last dim
     for (const auto& p : settings) {
       INFO("threads " << p.threads << ", grain " << p.grain);
       // Lennard-Jones forces: vmap's fixed-rows loop per grain.
-      require_same_outcome([&] { return tw::vmap(tw::grad(energy))(R); }, [&] { return tw::vmap(tw::grad(energy), p)(R); });
+      require_same_outcome([&] { return tw::vmap(tw::grad(energy))(R); },
+                           [&] { return tw::vmap(tw::grad(energy), p)(R); });
       // Batching rules, an unbatched weight, transcendentals (libmvec) and a dot (Eigen).
       require_same_outcome([&] { return tw::vmap(tw::grad(logistic), tw::in_dims(tw::none, 0, 0))(w, X4, Y); },
                            [&] { return tw::vmap(tw::grad(logistic), tw::in_dims(tw::none, 0, 0), p)(w, X4, Y); });
       // Per-example Hessians on R^8.
-      require_same_outcome([&] { return tw::vmap(tw::hessian(hessian_f))(X8); }, [&] { return tw::vmap(tw::hessian(hessian_f), p)(X8); });
+      require_same_outcome([&] { return tw::vmap(tw::hessian(hessian_f))(X8); },
+                           [&] { return tw::vmap(tw::hessian(hessian_f), p)(X8); });
       // Two outputs, batch in the last dim of the input and dim 1 of the first output.
       require_same_outcome(
           [&] { return tw::vmap(two_outputs, tw::in_dims(-1, tw::none), tw::out_dims(1, 0))(XT, 0.5); },
@@ -130,7 +135,8 @@ TEST_CASE("parallel: batch sizes that differ raise the serial vmap's error, whic
     const tensor<double> X = rows(a, 3, 7), Y = rows(b, 3, 8);
     for (const auto& p : settings) {
       require_same_outcome([&] { return tw::vmap(f)(X, Y); }, [&] { return tw::vmap(f, p)(X, Y); });
-      require_same_outcome([&] { return tw::vmap(g)(value(X), value(Y)); }, [&] { return tw::vmap(g, p)(value(X), value(Y)); });
+      require_same_outcome([&] { return tw::vmap(g)(value(X), value(Y)); },
+                           [&] { return tw::vmap(g, p)(value(X), value(Y)); });
     }
     REQUIRE_THROWS_AS(tw::vmap(f, tw::parallel(2, 64))(X, Y), tw::error);
   }
@@ -147,13 +153,16 @@ TEST_CASE("parallel: the runtime path gives the serial vmap's bits for every thr
       INFO("threads " << p.threads << ", grain " << p.grain);
       // The traced (fused) program per grain.
       require_same_outcome([&] { return tw::vmap(tw::grad(e))(R); }, [&] { return tw::vmap(tw::grad(e), p)(R); });
-      require_same_outcome([&] { return tw::vmap(tw::grad(e))(value(R)); }, [&] { return tw::vmap(tw::grad(e), p)(value(R)); });
+      require_same_outcome([&] { return tw::vmap(tw::grad(e))(value(R)); },
+                           [&] { return tw::vmap(tw::grad(e), p)(value(R)); });
       // Batching rules (hessian's ops), chunked grains, tuple outputs.
-      require_same_outcome([&] { return tw::vmap(tw::hessian(h))(X8); }, [&] { return tw::vmap(tw::hessian(h), p)(X8); });
+      require_same_outcome([&] { return tw::vmap(tw::hessian(h))(X8); },
+                           [&] { return tw::vmap(tw::hessian(h), p)(X8); });
       require_same_outcome([&] { return tw::vmap(tw::grad(e), tw::chunk_size(50))(R); },
                            [&] { return tw::vmap(tw::grad(e), tw::chunk_size(50), p)(R); });
-      require_same_outcome([&] { return tw::vmap(two, tw::in_dims(-1, tw::none), tw::out_dims(1, 0))(XT, value(0.5)); },
-                           [&] { return tw::vmap(two, tw::in_dims(-1, tw::none), tw::out_dims(1, 0), p)(XT, value(0.5)); });
+      require_same_outcome(
+          [&] { return tw::vmap(two, tw::in_dims(-1, tw::none), tw::out_dims(1, 0))(XT, value(0.5)); },
+          [&] { return tw::vmap(two, tw::in_dims(-1, tw::none), tw::out_dims(1, 0), p)(XT, value(0.5)); });
     }
   }
 }
@@ -363,7 +372,8 @@ TEST_CASE("parallel: the backward pass through a parallel vmap runs per grain, w
   // see all 3000 at once).
   REQUIRE(recorded_batches.size() == 48);
   REQUIRE(recorded_batches.front() == 1);
-  for (std::size_t k = 1; k < recorded_batches.size(); ++k) REQUIRE((recorded_batches[k] == 63 || recorded_batches[k] == 64));
+  for (std::size_t k = 1; k < recorded_batches.size(); ++k)
+    REQUIRE((recorded_batches[k] == 63 || recorded_batches[k] == 64));
   WARN("the backward pass ran on " << recorded_threads.size() << " threads");
   REQUIRE(same_bits(g, tw::grad(loss_serial)(X)));
   // A loop over examples: d/dx of 0.5 * sum(f(x)).
@@ -387,9 +397,12 @@ TEST_CASE("parallel: the backward pass through a parallel vmap runs per grain, w
   const tensor<double> Xs = sample({70, 4}, -1, 1, 32);
   REQUIRE(same_bits(tw::jacrev(tw::vmap(f, p))(Xs), tw::jacrev(tw::vmap(f))(Xs)));
   const tensor<double> ct = sample({3000, 4}, -1, 1, 33);
-  REQUIRE(same_bits(std::get<0>(tw::vjp(tw::vmap(f, p), X).second(ct)), std::get<0>(tw::vjp(tw::vmap(f), X).second(ct))));
+  REQUIRE(
+      same_bits(std::get<0>(tw::vjp(tw::vmap(f, p), X).second(ct)), std::get<0>(tw::vjp(tw::vmap(f), X).second(ct))));
   const tensor<double> V = sample({300, 4}, -1, 1, 34);
-  auto hvp = [&](auto l) { return tw::grad([&](auto x) { return tw::sum(tw::grad(l)(x) * V); })(tw::kernels::narrow(X, 0, 0, 300)); };
+  auto hvp = [&](auto l) {
+    return tw::grad([&](auto x) { return tw::sum(tw::grad(l)(x) * V); })(tw::kernels::narrow(X, 0, 0, 300));
+  };
   const tensor<double> h = hvp(loss), hs = hvp(loss_serial);
   for (std::int64_t k = 0; k < h.numel(); ++k) require_close(h.data()[k], hs.data()[k], 1e-12);
 }
@@ -439,7 +452,8 @@ TEST_CASE("parallel: an exception in one grain reaches the caller, and every thr
     {
       tw::no_grad off;  // the grains run with this grad mode, and the workers get theirs back
       REQUIRE_THROWS_AS(tw::vmap(throws_user, tw::strategy::fused, tw::parallel(4, 64))(X), bad_example);
-      REQUIRE_THROWS_WITH(tw::vmap(throws_tower, tw::strategy::fused, tw::parallel(4, 64))(X), "tower: f: example refused");
+      REQUIRE_THROWS_WITH(tw::vmap(throws_tower, tw::strategy::fused, tw::parallel(4, 64))(X),
+                          "tower: f: example refused");
       REQUIRE_THROWS_WITH(tw::vmap(throws_tower, tw::strategy::fused, tw::parallel)(X), "tower: f: example refused");
     }
     // The serial vmap throws too (the test's premise).
@@ -455,7 +469,9 @@ TEST_CASE("parallel: an exception in one grain reaches the caller, and every thr
   // Every pool thread: an empty stack and grad mode on.
   std::atomic<int> bad{0};
   tbb::parallel_for(0, 256, [&](int) {
-    if (tw::interpreter_stack_depth() != 0 || !tw::is_grad_enabled() || tw::detail::lent_output_slot<double>() != nullptr) ++bad;
+    if (tw::interpreter_stack_depth() != 0 || !tw::is_grad_enabled() ||
+        tw::detail::lent_output_slot<double>() != nullptr)
+      ++bad;
   });
   REQUIRE(bad.load() == 0);
 #endif
@@ -466,7 +482,8 @@ TEST_CASE("parallel: an exception in one grain reaches the caller, and every thr
   REQUIRE(same_bits(tw::vmap(tw::grad(e), tw::parallel(4, 64))(R), tw::vmap(tw::grad(e))(R)));
   tensor<double> ok = X;
   ok.data()[777] = 1.5;
-  REQUIRE(same_bits(tw::vmap(throws_user, tw::strategy::fused, tw::parallel(4, 64))(ok), tw::vmap(throws_user, tw::strategy::fused)(ok)));
+  REQUIRE(same_bits(tw::vmap(throws_user, tw::strategy::fused, tw::parallel(4, 64))(ok),
+                    tw::vmap(throws_user, tw::strategy::fused)(ok)));
 }
 
 namespace {

@@ -70,7 +70,8 @@ TEST_CASE("vmap(grad(f)) over [B] arguments runs per example on numbers, with ba
     CHECK(g(b) == Approx(denergy_dx(X(b), 1.1, Z(b))).epsilon(1e-13));
     CHECK(v(b) == Approx(energy(X(b), 1.1, Z(b))).epsilon(1e-13));
   }
-  require_close(tw::vmap(tw::grad(chain), tw::chunk_size(16))(X), tw::vmap(tw::grad(chain), tw::strategy::batched)(X), 1e-13);
+  require_close(tw::vmap(tw::grad(chain), tw::chunk_size(16))(X), tw::vmap(tw::grad(chain), tw::strategy::batched)(X),
+                1e-13);
   // Batch size 1: one example, no batching rule.
   dual_calls = 0;
   const tw::tensor<double> one({1}, {0.7});
@@ -81,7 +82,10 @@ TEST_CASE("vmap(grad(f)) over [B] arguments runs per example on numbers, with ba
 TEST_CASE("vmap declines the per-example form for arguments that are not [B] and for type-erased f") {
   const tw::tensor<double> X = sample({B, 2}, 0.6, 1.4, 4);
   dual_calls = 0;
-  const tw::tensor<double> G = tw::vmap(tw::grad([](auto x) { count(x); return tw::sum(x * x); }))(X);
+  const tw::tensor<double> G = tw::vmap(tw::grad([](auto x) {
+    count(x);
+    return tw::sum(x * x);
+  }))(X);
   require_close(G, X * 2.0, 1e-14);
   // A type-erased f compiles on the probe and runs on the runtime path's numbers.
   std::function<tw::dyn::value(tw::dyn::value)> erased = [](tw::dyn::value x) { return chain(x); };

@@ -102,8 +102,9 @@ TEST_CASE("tuples, pairs, arrays and vectors as arguments and results") {
   require_close(gp.second, 2.0, 0);
   // vmap over a tuple argument, returning a tuple: each leaf batched along dim 0.
   const tensor<double> A = sample({4, 3}, -1, 1, 93), Bm = sample({4, 3}, -1, 1, 94);
-  const auto [s, d] = tw::vmap([](const auto& t) { return std::make_tuple(tw::sum(std::get<0>(t)), std::get<0>(t) - std::get<1>(t)); })(
-      std::make_tuple(A, Bm));
+  const auto [s, d] = tw::vmap([](const auto& t) {
+    return std::make_tuple(tw::sum(std::get<0>(t)), std::get<0>(t) - std::get<1>(t));
+  })(std::make_tuple(A, Bm));
   REQUIRE(s.shape() == shape_t{4});
   require_close(d, A - Bm, 0);
   require_close(s, tw::sum(A, 1), 1e-12);

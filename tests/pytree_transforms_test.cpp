@@ -18,9 +18,9 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::shape_t;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 
@@ -40,11 +40,13 @@ std::vector<tensor<double>> leaves(const X& x) {
 /// A pytree of the structure of x with sample values (cotangents, tangents).
 template <class X>
 auto sample_like(const X& x, unsigned seed) {
-  return tw::tree_map([&](const auto& leaf) {
-    using L = std::remove_cvref_t<decltype(leaf)>;
-    if constexpr (std::is_arithmetic_v<L>) return sample({}, -1, 1, seed++).item();
-    else return sample(tw::shape(leaf), -1, 1, seed++);
-  }, x);
+  return tw::tree_map(
+      [&](const auto& leaf) {
+        using L = std::remove_cvref_t<decltype(leaf)>;
+        if constexpr (std::is_arithmetic_v<L>) return sample({}, -1, 1, seed++).item();
+        else return sample(tw::shape(leaf), -1, 1, seed++);
+      },
+      x);
 }
 
 /// sum_k <c_k, y_k> over the leaves.
@@ -220,7 +222,9 @@ TEST_CASE("runtime path: jacrev and jacfwd with has_aux on a type-erased f (issu
 
 TEST_CASE("runtime path: vjp of a type-erased f returning a tuple (issue 32)") {
   const tensor<double> x = sample({3}, -1, 1, 42), u = sample({3}, -1, 1, 43);
-  std::function<std::tuple<value, value>(value)> fr = [](value t) { return std::make_tuple(tw::sin(t), tw::sum(t * t)); };
+  std::function<std::tuple<value, value>(value)> fr = [](value t) {
+    return std::make_tuple(tw::sin(t), tw::sum(t * t));
+  };
   const auto [y, pull] = tw::vjp(fr, x);
   require_close(std::get<0>(y).to_tensor(), tw::sin(x), 0);
   // cos(x) u + 2 x * 0.5
@@ -233,7 +237,8 @@ template <class F>
 std::vector<tensor<double>> fd_jacobians(F f, const tensor<double>& x) {
   std::vector<tensor<double>> r;
   const std::size_t n = leaves(f(x)).size();
-  for (std::size_t k = 0; k < n; ++k) r.push_back(fd_jacobian([&](const tensor<double>& t) { return leaves(f(t))[k]; }, x));
+  for (std::size_t k = 0; k < n; ++k)
+    r.push_back(fd_jacobian([&](const tensor<double>& t) { return leaves(f(t))[k]; }, x));
   return r;
 }
 }  // namespace
@@ -250,14 +255,17 @@ TEST_CASE("jacrev, jacfwd and hessian of pytree outputs: one Jacobian per leaf, 
     // The structure is the output's: a tuple stays a tuple, a vector keeps its length.
     STATIC_REQUIRE(tw::detail::same_structure<decltype(f(x)), decltype(tw::jacrev(f)(x))>());
     // Hessians: of each leaf of sum-reduced outputs, against jacfwd of jacrev per leaf.
-    auto reduced = [f](const auto& t) { return tw::tree_map([](const auto& leaf) { return tw::sum(leaf * leaf); }, f(t)); };
+    auto reduced = [f](const auto& t) {
+      return tw::tree_map([](const auto& leaf) { return tw::sum(leaf * leaf); }, f(t));
+    };
     const auto H = leaves(tw::hessian(reduced)(x));
     const auto Hr = leaves(tw::hessian(erased(reduced))(x));
     const auto n = leaves(f(x)).size();
     REQUIRE(H.size() == n);
     for (std::size_t k = 0; k < n; ++k) {
       // Against finite differences of the gradient of leaf k (jacrev, checked above).
-      require_close(H[k], fd_jacobian([&](const tensor<double>& t) { return leaves(tw::jacrev(reduced)(t))[k]; }, x), 1e-6);
+      require_close(H[k], fd_jacobian([&](const tensor<double>& t) { return leaves(tw::jacrev(reduced)(t))[k]; }, x),
+                    1e-6);
       require_close(Hr[k], H[k], 1e-12);
     }
   };
@@ -297,10 +305,14 @@ TEST_CASE("jvp with has_aux, negative argnums, and hessian over two argnums as n
   const auto H = tw::hessian(g, tw::argnums<0, 1>)(x, y);
   auto grad_a = [&](const tensor<double>& a, const tensor<double>& b) { return tw::grad(g, tw::argnums<0>)(a, b); };
   auto grad_b = [&](const tensor<double>& a, const tensor<double>& b) { return tw::grad(g, tw::argnums<1>)(a, b); };
-  require_close(std::get<0>(std::get<0>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_a(t, y); }, x), 1e-6);
-  require_close(std::get<1>(std::get<0>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_a(x, t); }, y), 1e-6);
-  require_close(std::get<0>(std::get<1>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_b(t, y); }, x), 1e-6);
-  require_close(std::get<1>(std::get<1>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_b(x, t); }, y), 1e-6);
+  require_close(std::get<0>(std::get<0>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_a(t, y); }, x),
+                1e-6);
+  require_close(std::get<1>(std::get<0>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_a(x, t); }, y),
+                1e-6);
+  require_close(std::get<0>(std::get<1>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_b(t, y); }, x),
+                1e-6);
+  require_close(std::get<1>(std::get<1>(H)), fd_jacobian([&](const tensor<double>& t) { return grad_b(x, t); }, y),
+                1e-6);
   std::function<value(value, value)> gr = [g](value a, value b) { return g(a, b); };
   const auto Hr = tw::hessian(gr, tw::argnums<0, 1>)(x, y);
   require_close(std::get<1>(std::get<0>(Hr)).to_tensor(), std::get<1>(std::get<0>(H)), 1e-12);
@@ -311,11 +323,13 @@ namespace {
 template <class X>
 X with_leaf(const X& x, std::size_t j, const tensor<double>& t) {
   std::size_t k = 0;
-  return tw::tree_map([&](const auto& leaf) -> std::remove_cvref_t<decltype(leaf)> {
-    const bool here = k++ == j;
-    if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(leaf)>>) return here ? t.item() : leaf;
-    else return here ? t : leaf;
-  }, x);
+  return tw::tree_map(
+      [&](const auto& leaf) -> std::remove_cvref_t<decltype(leaf)> {
+        const bool here = k++ == j;
+        if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(leaf)>>) return here ? t.item() : leaf;
+        else return here ? t : leaf;
+      },
+      x);
 }
 
 /// x's structure with leaves a and b (x has two leaves): f of it on the runtime path.
@@ -369,22 +383,35 @@ void check_pytree_argument(const std::string& what, F f, const X& x) {
     tw::tree_for_each([&](const auto& leaf) { r.push_back(as_tensor(leaf)); }, transform(v[0], v[1]));
     return r;
   };
-  require_leaves_close(call_leaves([&](value a, value b) { return tw::jacrev(fr, tw::argnums<0, 1>)(a, b); }), want, 1e-6);
-  require_leaves_close(call_leaves([&](value a, value b) { return tw::jacfwd(fr, tw::argnums<0, 1>)(a, b); }), want, 1e-6);
-  require_leaves_close(call_leaves([&](value a, value b) { return tw::hessian(gr, tw::argnums<0, 1>)(a, b); }), Hs, 1e-10);
+  require_leaves_close(call_leaves([&](value a, value b) { return tw::jacrev(fr, tw::argnums<0, 1>)(a, b); }), want,
+                       1e-6);
+  require_leaves_close(call_leaves([&](value a, value b) { return tw::jacfwd(fr, tw::argnums<0, 1>)(a, b); }), want,
+                       1e-6);
+  require_leaves_close(call_leaves([&](value a, value b) { return tw::hessian(gr, tw::argnums<0, 1>)(a, b); }), Hs,
+                       1e-10);
 }
 }  // namespace
 
 TEST_CASE("jacrev, jacfwd and hessian w.r.t. pytree arguments: Jacobians in the argument's structure (issue 32)") {
-  const tensor<double> a = sample({3}, -1, 1, 71), b = sample({2}, -1, 1, 72), c = sample({3}, -1, 1, 73), M = sample({2, 3}, -1, 1, 74);
-  check_pytree_argument("tuple", [](const auto& t) { return tw::sin(std::get<0>(t)) * tw::sum(std::get<1>(t) * std::get<1>(t)); },
-                        std::make_tuple(a, b));
-  check_pytree_argument("pair with a number", [](const auto& t) { return tw::exp(t.first * t.second) + t.second; }, std::make_pair(a, 0.7));
-  check_pytree_argument("vector", [](const auto& v) { return tw::sin(v[0]) * v[1] + v[0]; }, std::vector<tensor<double>>{a, c});
-  check_pytree_argument("array", [](const auto& v) { return tw::tanh(v[0] * v[1]); }, std::array<tensor<double>, 2>{a, c});
-  check_pytree_argument("Hana struct with a matrix", [](const auto& s) { return tw::sin(tw::matmul(s.a, s.b)); }, two<tensor<double>>{M, c});
-  check_pytree_argument("nested tuple", [](const auto& t) { return tw::sum(std::get<0>(std::get<1>(t)) * std::get<0>(t)) * std::get<0>(t); },
-                        std::make_tuple(a, std::make_tuple(c)));
+  const tensor<double> a = sample({3}, -1, 1, 71), b = sample({2}, -1, 1, 72), c = sample({3}, -1, 1, 73),
+                       M = sample({2, 3}, -1, 1, 74);
+  check_pytree_argument(
+      "tuple", [](const auto& t) { return tw::sin(std::get<0>(t)) * tw::sum(std::get<1>(t) * std::get<1>(t)); },
+      std::make_tuple(a, b));
+  check_pytree_argument(
+      "pair with a number", [](const auto& t) { return tw::exp(t.first * t.second) + t.second; },
+      std::make_pair(a, 0.7));
+  check_pytree_argument(
+      "vector", [](const auto& v) { return tw::sin(v[0]) * v[1] + v[0]; }, std::vector<tensor<double>>{a, c});
+  check_pytree_argument(
+      "array", [](const auto& v) { return tw::tanh(v[0] * v[1]); }, std::array<tensor<double>, 2>{a, c});
+  check_pytree_argument(
+      "Hana struct with a matrix", [](const auto& s) { return tw::sin(tw::matmul(s.a, s.b)); },
+      two<tensor<double>>{M, c});
+  check_pytree_argument(
+      "nested tuple",
+      [](const auto& t) { return tw::sum(std::get<0>(std::get<1>(t)) * std::get<0>(t)) * std::get<0>(t); },
+      std::make_tuple(a, std::make_tuple(c)));
 }
 
 namespace {
@@ -396,8 +423,12 @@ tensor<double> example(const tensor<double>& t, std::optional<std::int64_t> d, s
 
 TEST_CASE("vmap: nested out_dims (a pytree prefix of the output) and tw::none entries, both paths (issue 32)") {
   const tensor<double> X = sample({4, 3}, -1, 1, 81), w = sample({3}, -1, 1, 82);
-  auto f = [](const auto& x, const auto& v) { return std::make_tuple(tw::sin(x) * v, std::make_tuple(tw::exp(x), v * 3.0), x * 2.0); };
-  std::function<std::tuple<value, std::tuple<value, value>, value>(value, value)> fr = [f](value x, value v) { return f(x, v); };
+  auto f = [](const auto& x, const auto& v) {
+    return std::make_tuple(tw::sin(x) * v, std::make_tuple(tw::exp(x), v * 3.0), x * 2.0);
+  };
+  std::function<std::tuple<value, std::tuple<value, value>, value>(value, value)> fr = [f](value x, value v) {
+    return f(x, v);
+  };
   // Per output leaf: its out dim (none: not batched) and its value per example.
   const std::vector<std::optional<std::int64_t>> dims{1, 0, std::nullopt, -1};
   auto check = [&](const std::string& what, const auto& r) {
@@ -428,12 +459,17 @@ TEST_CASE("vmap: nested out_dims (a pytree prefix of the output) and tw::none en
   require_close(pa.second[1], tw::cos(X), 1e-14);
   // tw::none for an output that depends on the batch raises, as in torch.func.
   const auto bad = tw::out_dims(tw::none, std::tuple{0, tw::none}, 0);
-  REQUIRE_THROWS_WITH(tw::vmap(f, in, bad)(X, w), Catch::Contains("out_dims is tw::none for an output (shape [3] per example) that depends on the batch"));
-  REQUIRE_THROWS_WITH(tw::vmap(fr, in, bad)(X, w), Catch::Contains("out_dims is tw::none for an output (shape [3] per example) that depends on the batch"));
+  REQUIRE_THROWS_WITH(
+      tw::vmap(f, in, bad)(X, w),
+      Catch::Contains("out_dims is tw::none for an output (shape [3] per example) that depends on the batch"));
+  REQUIRE_THROWS_WITH(
+      tw::vmap(fr, in, bad)(X, w),
+      Catch::Contains("out_dims is tw::none for an output (shape [3] per example) that depends on the batch"));
 }
 
 TEST_CASE("vmap: per-member in_dims for a Hana struct argument (issue 32)") {
-  const tensor<double> A = sample({4, 3}, -1, 1, 91), At = tw::movedim(A, 0, 1), c = sample({3}, -1, 1, 92), x = sample({3}, -1, 1, 93);
+  const tensor<double> A = sample({4, 3}, -1, 1, 91), At = tw::movedim(A, 0, 1), c = sample({3}, -1, 1, 92),
+                       x = sample({3}, -1, 1, 93);
   auto f = [](const auto& p, const auto& v) { return tw::sin(p.a) * p.b + v; };
   auto check = [&](const std::string& what, two<tw::member_dim> d, const two<tensor<double>>& p, const auto& r) {
     INFO(what);
@@ -490,9 +526,10 @@ TEST_CASE("jacrev and jacfwd with argnums<0, 1>, and with a pytree argument besi
   // A pytree argument and a tensor: (pytree of Jacobians, Jacobian).
   auto g = [](const auto& t, const auto& c) { return tw::sin(std::get<0>(t)) * tw::sum(std::get<1>(t) * c); };
   const auto t = std::make_tuple(x, y);
-  const std::vector<tensor<double>> want_g{fd_jacobian([&](const tensor<double>& u) { return g(std::make_tuple(u, y), z); }, x),
-                                           fd_jacobian([&](const tensor<double>& u) { return g(std::make_tuple(x, u), z); }, y),
-                                           fd_jacobian([&](const tensor<double>& u) { return g(t, u); }, z)};
+  const std::vector<tensor<double>> want_g{
+      fd_jacobian([&](const tensor<double>& u) { return g(std::make_tuple(u, y), z); }, x),
+      fd_jacobian([&](const tensor<double>& u) { return g(std::make_tuple(x, u), z); }, y),
+      fd_jacobian([&](const tensor<double>& u) { return g(t, u); }, z)};
   require_leaves_close(leaves(tw::jacrev(g, tw::argnums<0, 1>)(t, z)), want_g, 1e-6);
   require_leaves_close(leaves(tw::jacfwd(g, tw::argnums<0, 1>)(t, z)), want_g, 1e-6);
   // hessian over both: ((H_tt, H_tc), (H_ct, H_cc)), H_tt itself t's structure of t's structures.
@@ -501,11 +538,16 @@ TEST_CASE("jacrev and jacfwd with argnums<0, 1>, and with a pytree argument besi
   const auto Hs = leaves(H);
   REQUIRE(Hs.size() == 9);  // 2x2 + 2 + 2 + 1
   // H_cc against finite differences of the gradient in c; H_ct[1] (d/dy of grad_c) likewise.
-  require_close(std::get<1>(std::get<1>(H)), fd_jacobian([&](const tensor<double>& u) { return tw::grad(s, tw::argnums<1>)(t, u); }, z), 1e-6);
-  require_close(std::get<1>(std::get<0>(std::get<1>(H))),
-                fd_jacobian([&](const tensor<double>& u) { return tw::grad(s, tw::argnums<1>)(std::make_tuple(x, u), z); }, y), 1e-6);
-  require_close(std::get<0>(std::get<0>(std::get<0>(std::get<0>(H)))),
-                fd_jacobian([&](const tensor<double>& u) { return std::get<0>(tw::grad(s)(std::make_tuple(u, y), z)); }, x), 1e-6);
+  require_close(std::get<1>(std::get<1>(H)),
+                fd_jacobian([&](const tensor<double>& u) { return tw::grad(s, tw::argnums<1>)(t, u); }, z), 1e-6);
+  require_close(
+      std::get<1>(std::get<0>(std::get<1>(H))),
+      fd_jacobian([&](const tensor<double>& u) { return tw::grad(s, tw::argnums<1>)(std::make_tuple(x, u), z); }, y),
+      1e-6);
+  require_close(
+      std::get<0>(std::get<0>(std::get<0>(std::get<0>(H)))),
+      fd_jacobian([&](const tensor<double>& u) { return std::get<0>(tw::grad(s)(std::make_tuple(u, y), z)); }, x),
+      1e-6);
 }
 
 TEST_CASE("vmap of jacrev, jacfwd and hessian w.r.t. a pytree argument equals a loop (issue 32)") {

@@ -13,15 +13,16 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::shape_t;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 
 constexpr std::int64_t B = 6, D = 64;  // D numbers per example: two examples' 0/1 draws never coincide
 constexpr int n_ops = 7;
-const char* const op_names[n_ops] = {"randn_like", "rand_like", "randint_like", "bernoulli", "dropout", "randn", "rand"};
+const char* const op_names[n_ops] = {"randn_like", "rand_like", "randint_like", "bernoulli",
+                                     "dropout",    "randn",     "rand"};
 
 /// Random op K on a value v of logical shape [D] (the factories ignore v).
 template <int K, class V>
@@ -54,7 +55,7 @@ const char* const source_names[3] = {"batched argument", "unbatched argument", "
 bool in_range(int k, const tensor<double>& t) {
   for (std::int64_t i = 0; i < t.numel(); ++i) {
     const double v = t.data()[i];
-    const bool ok = k == 0 || k == 5 ? std::isfinite(v)
+    const bool ok = k == 0 || k == 5   ? std::isfinite(v)
                     : k == 1 || k == 6 ? v >= 0 && v < 1
                     : k == 2           ? v >= 0 && v < 1000 && v == std::floor(v)
                     : k == 3           ? v == 0 || v == 1
@@ -100,7 +101,8 @@ void check_case(tw::randomness_t mode) {
         return to_plain(tw::vmap(f, in, mode, tw::chunk_size(chunk))(X, w));
       };
       if (mode.kind == tw::randomness_kind::error) {
-        REQUIRE_THROWS_WITH(run(), Catch::Contains("vmap: called random operation") && Catch::Contains("randomness error mode"));
+        REQUIRE_THROWS_WITH(
+            run(), Catch::Contains("vmap: called random operation") && Catch::Contains("randomness error mode"));
         REQUIRE(tw::interpreter_stack_depth() == 0);
         continue;
       }
@@ -132,7 +134,9 @@ void check_all(std::integer_sequence<int, K...>) {
 
 }  // namespace
 
-TEST_CASE("every random op follows vmap's randomness for batched, unbatched and inner values, chunked or not, on both paths") {
+TEST_CASE(
+    "every random op follows vmap's randomness for batched, unbatched and inner values, chunked or not, on both "
+    "paths") {
   check_all(std::make_integer_sequence<int, n_ops>{});
 }
 
@@ -166,7 +170,8 @@ TEST_CASE("random draws have the distributions they name") {
   // bernoulli with per-element probabilities: element i of every example is 1 with probability p_i.
   const tensor<double> P = tw::arange<double>(0.0, 1.0, 0.25);  // 0, 0.25, 0.5, 0.75
   tw::manual_seed(2);
-  const tensor<double> c = tw::vmap([&](auto x) { return x + tw::bernoulli(P); }, tw::randomness::different)(tw::zeros<double>({20000, 4}));
+  const tensor<double> c =
+      tw::vmap([&](auto x) { return x + tw::bernoulli(P); }, tw::randomness::different)(tw::zeros<double>({20000, 4}));
   const tensor<double> frac = tw::mean(c, 0);
   for (std::int64_t i = 0; i < 4; ++i) {
     const double p = 0.25 * static_cast<double>(i);
@@ -240,9 +245,12 @@ TEST_CASE("randomness=error raises through grad, jacrev, jacfwd and hessian insi
   auto scalar = [](auto x) { return x * tw::randn_like(x); };
   REQUIRE_THROWS_WITH(tw::vmap(tw::grad(scalar), tw::strategy::fused)(x1), msg);
   REQUIRE_THROWS_WITH(tw::vmap(tw::grad(scalar))(x1), msg);
-  REQUIRE_THROWS_WITH(tw::vmap(tw::grad([](auto x) { return tw::sum(x * tw::rand_like(x)); }))(X), msg);  // [B, 3]: fixed rows
+  REQUIRE_THROWS_WITH(tw::vmap(tw::grad([](auto x) { return tw::sum(x * tw::rand_like(x)); }))(X),
+                      msg);  // [B, 3]: fixed rows
   // An enclosing vmap in error mode raises even when an inner one allows random ops.
-  auto inner = [](auto x) { return tw::vmap([](auto y) { return y + tw::randn_like(y); }, tw::randomness::different)(x); };
+  auto inner = [](auto x) {
+    return tw::vmap([](auto y) { return y + tw::randn_like(y); }, tw::randomness::different)(x);
+  };
   REQUIRE_THROWS_WITH(tw::vmap(inner)(tw::zeros<double>({2, 3, 4})), msg);
   // dropout in evaluation mode draws nothing: no error.
   require_close(tw::vmap([](auto x) { return tw::dropout(x, 0.5, false); })(X), X, 0);
@@ -347,10 +355,13 @@ TEST_CASE("random ops reject bad arguments with the op's name") {
   const tensor<double> x = tw::zeros<double>({3});
   REQUIRE_THROWS_WITH(tw::dropout(x, 1.5), Catch::Contains("dropout: p must be in [0, 1], got 1.5"));
   REQUIRE_THROWS_WITH(tw::dropout(x, -0.1), Catch::Contains("dropout: p must be in [0, 1]"));
-  REQUIRE_THROWS_WITH(tw::bernoulli(tw::full_like(x, 2.0)), Catch::Contains("bernoulli: probabilities must be in [0, 1], got 2"));
-  REQUIRE_THROWS_WITH(tw::vmap([](auto v) { return tw::bernoulli(v); }, tw::randomness::same)(tw::full<double>({2, 3}, -1.0)),
-                      Catch::Contains("bernoulli: probabilities must be in [0, 1]"));
-  REQUIRE_THROWS_WITH(tw::randint_like(x, 5, 5), Catch::Contains("randint_like: high must be greater than low, got low=5, high=5"));
+  REQUIRE_THROWS_WITH(tw::bernoulli(tw::full_like(x, 2.0)),
+                      Catch::Contains("bernoulli: probabilities must be in [0, 1], got 2"));
+  REQUIRE_THROWS_WITH(
+      tw::vmap([](auto v) { return tw::bernoulli(v); }, tw::randomness::same)(tw::full<double>({2, 3}, -1.0)),
+      Catch::Contains("bernoulli: probabilities must be in [0, 1]"));
+  REQUIRE_THROWS_WITH(tw::randint_like(x, 5, 5),
+                      Catch::Contains("randint_like: high must be greater than low, got low=5, high=5"));
   REQUIRE_THROWS_WITH(tw::randn({-2}), Catch::Contains("randn"));
   REQUIRE_THROWS_WITH(tw::rand({-2}), Catch::Contains("rand"));
 }

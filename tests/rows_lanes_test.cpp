@@ -51,5 +51,7 @@ void check_width() {
 }  // namespace
 
 TEST_CASE("rows_lanes: rows to lanes and back, every width, ragged ends, any alignment, streamed or not") {
-  [&]<int... W>(std::integer_sequence<int, W...>) { (check_width<W + 1>(), ...); }(std::make_integer_sequence<int, 8>{});
+  [&]<int... W>(std::integer_sequence<int, W...>) {
+    (check_width<W + 1>(), ...);
+  }(std::make_integer_sequence<int, 8>{});
 }

@@ -102,9 +102,13 @@ TEST_CASE("fused runtime vmap: in_dims, out_dims, several outputs, captured valu
   fn1 f = [W](value x) { return tw::exp(x * W) * tw::sum(x); };  // W is captured: constants
   require_fused_matches("in_dims 1", [&](auto st) { return tw::vmap(f, tw::in_dims(1), st)(X); });
   require_fused_matches("out_dims 1", [&](auto st) { return tw::vmap(f, tw::in_dims(1), tw::out_dims(1), st)(X); });
-  require_fused_matches("in_dims -1", [&](auto st) { return tw::vmap(tw::grad(fn1([W](value x) { return tw::sum(x * x * W); })), tw::in_dims(-1), st)(X); });
+  require_fused_matches("in_dims -1", [&](auto st) {
+    return tw::vmap(tw::grad(fn1([W](value x) { return tw::sum(x * x * W); })), tw::in_dims(-1), st)(X);
+  });
   // Two outputs, the second batched in dim 1.
-  std::function<std::tuple<value, value>(value)> two = [](value x) { return std::make_tuple(tw::sin(x), tw::sum(x) * 2.0); };
+  std::function<std::tuple<value, value>(value)> two = [](value x) {
+    return std::make_tuple(tw::sin(x), tw::sum(x) * 2.0);
+  };
   const auto fused = tw::vmap(two, tw::in_dims(1), tw::out_dims(1, 0))(X);
   REQUIRE(tw::dyn::last_fusion().fused);
   const auto batched = tw::vmap(two, tw::in_dims(1), tw::out_dims(1, 0), tw::strategy::batched)(X);
@@ -242,13 +246,16 @@ TEST_CASE("fused runtime vmap: arithmetic pairs run in one pass and give the sam
     INFO(listing);
     REQUIRE(report.instructions < report.traced_instructions);  // pairs (and dropped code)
     auto has_any = [&](std::initializer_list<const char*> texts) {
-      return std::any_of(texts.begin(), texts.end(), [&](const char* t) { return listing.find(t) != std::string::npos; });
+      return std::any_of(texts.begin(), texts.end(),
+                         [&](const char* t) { return listing.find(t) != std::string::npos; });
     };
-    REQUIRE(has_any({"(add(", "(sub(", "(mul(", "(div(", ", add(", ", sub(", ", mul(", ", div("}));  // "r9 = mul(add(r3, r4), r5)"
-    REQUIRE(has_any({"neg(add(", "neg(sub(", "neg(mul(", "neg(div("}));  // a negated result
-    REQUIRE(has_any({"add(neg(", "sub(neg(", "mul(neg(", "div(neg(", ", neg("}));  // a negated operand
+    REQUIRE(has_any(
+        {"(add(", "(sub(", "(mul(", "(div(", ", add(", ", sub(", ", mul(", ", div("}));  // "r9 = mul(add(r3, r4), r5)"
+    REQUIRE(has_any({"neg(add(", "neg(sub(", "neg(mul(", "neg(div("}));                  // a negated result
+    REQUIRE(has_any({"add(neg(", "sub(neg(", "mul(neg(", "div(neg(", ", neg("}));        // a negated operand
     const tensor<double> batched =
-        (k ? tw::vmap(tw::grad(loss), tw::strategy::batched)(X, Y) : tw::vmap(f, tw::strategy::batched)(X, Y)).to_tensor();
+        (k ? tw::vmap(tw::grad(loss), tw::strategy::batched)(X, Y) : tw::vmap(f, tw::strategy::batched)(X, Y))
+            .to_tensor();
     tw::testing::require_close(fused, batched, 0);  // ISO C++ does not contract a * b + c
   }
 }
@@ -276,7 +283,8 @@ TEST_CASE("fused runtime vmap: arithmetic that returns an operand exactly emits 
     const tensor<double> fused = tw::vmap(f)(S).to_tensor();
     REQUIRE(tw::dyn::last_fusion().instructions == 3);  // one per element
     const tensor<double> batched = tw::vmap(f, tw::strategy::batched)(S).to_tensor();
-    for (std::int64_t i = 0; i < S.numel(); ++i) REQUIRE(std::signbit(fused.data()[i]) == std::signbit(batched.data()[i]));
+    for (std::int64_t i = 0; i < S.numel(); ++i)
+      REQUIRE(std::signbit(fused.data()[i]) == std::signbit(batched.data()[i]));
     tw::testing::require_close(fused, batched, 0);
   }
   // Hessians by jacfwd(jacrev): the one-hot tangents' products by 1 are gone, the values stay.

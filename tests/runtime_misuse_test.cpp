@@ -15,8 +15,8 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 
@@ -67,9 +67,16 @@ void require_error(Call&& call, const std::vector<std::string>& needles) {
 // A user op whose VJP rule throws: an error raised in the middle of the backward pass.
 struct throwing_vjp_op {
   static constexpr const char* name = "throwing_vjp";
-  template <class X> auto base(const X& x) const { return tw::kernels::map(x, [](auto v) { return 3 * v; }); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return tw::call_op(*this, x.value); }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const {
+  template <class X>
+  auto base(const X& x) const {
+    return tw::kernels::map(x, [](auto v) { return 3 * v; });
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return tw::call_op(*this, x.value);
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X&) const {
     throw tw::error("throwing_vjp: backward failed");
     return std::make_tuple(g);
   }
@@ -80,8 +87,14 @@ inline constexpr tw::op_fn<throwing_vjp_op> throwing_vjp{};
 // tests/compile_fail/grad_op_without_vjp.cpp).
 struct no_vjp_op {
   static constexpr const char* name = "no_vjp";
-  template <class X> auto base(const X& x) const { return tw::kernels::map(x, [](auto v) { return 2 * v; }); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return tw::call_op(*this, x.value); }
+  template <class X>
+  auto base(const X& x) const {
+    return tw::kernels::map(x, [](auto v) { return 2 * v; });
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return tw::call_op(*this, x.value);
+  }
 };
 
 }  // namespace
@@ -112,7 +125,8 @@ TEST_CASE("argnums out of range on the runtime path has the static path's words"
 TEST_CASE("vmap: batch sizes that differ name both arguments, both paths") {
   const tensor<double> a = sample({3, 2}), b = sample({4, 2});
   auto f = [](auto x, auto y) { return x + y; };
-  const std::vector<std::string> words{"vmap: batch sizes differ", "argument 0 has size 3 at dim 0", "argument 1 has size 4 at dim 0"};
+  const std::vector<std::string> words{"vmap: batch sizes differ", "argument 0 has size 3 at dim 0",
+                                       "argument 1 has size 4 at dim 0"};
   require_error([&] { (void)tw::vmap(f)(a, b); }, words);
   require_error([&] { (void)tw::vmap(rfn2([](value x, value y) { return x + y; }))(a, b); }, words);
   // Inside grad: the vmap's error, and the grad's entry is popped too.
@@ -124,7 +138,8 @@ TEST_CASE("vmap: in_dims out of range for the actual rank, both paths") {
   const std::vector<std::string> words{"vmap: in_dims[0] = 2 is out of range for argument 0 of shape [3, 2]"};
   require_error([&] { (void)tw::vmap([](auto x) { return x; }, tw::in_dims(2))(a); }, words);
   require_error([&] { (void)tw::vmap(rfn([](value x) { return x; }), tw::in_dims(2))(a); }, words);
-  require_error([&] { (void)tw::vmap([](auto x) { return x; }, tw::in_dims(-3))(a); }, {"in_dims[0] = -3 is out of range"});
+  require_error([&] { (void)tw::vmap([](auto x) { return x; }, tw::in_dims(-3))(a); },
+                {"in_dims[0] = -3 is out of range"});
   // A runtime scalar has rank 0: no dim to batch (the static path rejects a double at compile
   // time, tests/compile_fail/vmap_batched_scalar.cpp).
   require_error([&] { (void)tw::vmap(rfn([](value x) { return x; }))(value(2.0)); },
@@ -192,7 +207,8 @@ TEST_CASE("a value still wrapped by a live transform cannot be read as a plain t
 TEST_CASE("an op without a VJP rule on the runtime path names the op and the transform") {
   rfn f = [](value x) { return tw::call_op(no_vjp_op{}, x); };
   require_error([&] { (void)tw::grad(f)(1.0); }, {"op 'no_vjp' has no VJP rule for transform 'grad'"});
-  require_error([&] { (void)tw::vmap(tw::grad(f))(sample({2})); }, {"op 'no_vjp' has no VJP rule for transform 'grad'"});
+  require_error([&] { (void)tw::vmap(tw::grad(f))(sample({2})); },
+                {"op 'no_vjp' has no VJP rule for transform 'grad'"});
 }
 
 TEST_CASE("an error raised during the backward pass, both paths") {

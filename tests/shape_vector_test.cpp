@@ -35,10 +35,30 @@ TEST_CASE("shape_t: every operation matches std::vector, inline and on the heap"
       const std::size_t op = pick(11);
       INFO("trial " << trial << ", step " << step << ", op " << op << ", size " << m.size());
       switch (op) {
-        case 0: case 1: s.push_back(v); m.push_back(v); break;
-        case 2: { const std::size_t at = pick(m.size()); s.insert(s.begin() + at, v); m.insert(m.begin() + static_cast<std::ptrdiff_t>(at), v); break; }
-        case 3: if (!m.empty()) { const std::size_t at = pick(m.size() - 1); s.erase(s.begin() + at); m.erase(m.begin() + static_cast<std::ptrdiff_t>(at)); } break;
-        case 4: { const std::size_t n = pick(10); s.resize(n, v); m.resize(n, v); break; }
+        case 0:
+        case 1:
+          s.push_back(v);
+          m.push_back(v);
+          break;
+        case 2: {
+          const std::size_t at = pick(m.size());
+          s.insert(s.begin() + at, v);
+          m.insert(m.begin() + static_cast<std::ptrdiff_t>(at), v);
+          break;
+        }
+        case 3:
+          if (!m.empty()) {
+            const std::size_t at = pick(m.size() - 1);
+            s.erase(s.begin() + at);
+            m.erase(m.begin() + static_cast<std::ptrdiff_t>(at));
+          }
+          break;
+        case 4: {
+          const std::size_t n = pick(10);
+          s.resize(n, v);
+          m.resize(n, v);
+          break;
+        }
         case 5: {  // insert a range of *itself* (make_room must not read moved entries)
           const std::size_t a = pick(m.size()), b = a + pick(m.size() - a), at = pick(m.size());
           const model items(m.begin() + static_cast<std::ptrdiff_t>(a), m.begin() + static_cast<std::ptrdiff_t>(b));
@@ -62,10 +82,29 @@ TEST_CASE("shape_t: every operation matches std::vector, inline and on the heap"
           s = std::move(c);
           break;
         }
-        case 8: { shape_t c(pick(9), v); model cm(c.size(), v); s.swap(c); std::swap(m, cm); require_same(c, cm); break; }
-        case 9: { const shape_t o(m); s = o; break; }                                           // from std::vector
-        case 10: if (!m.empty()) { s.pop_back(); m.pop_back(); } break;
-        default: s.clear(); m.clear(); break;
+        case 8: {
+          shape_t c(pick(9), v);
+          model cm(c.size(), v);
+          s.swap(c);
+          std::swap(m, cm);
+          require_same(c, cm);
+          break;
+        }
+        case 9: {
+          const shape_t o(m);
+          s = o;
+          break;
+        }  // from std::vector
+        case 10:
+          if (!m.empty()) {
+            s.pop_back();
+            m.pop_back();
+          }
+          break;
+        default:
+          s.clear();
+          m.clear();
+          break;
       }
       require_same(s, m);
       REQUIRE((s == shape_t(m)));

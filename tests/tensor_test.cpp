@@ -58,7 +58,8 @@ TEST_CASE("creation functions: zeros, ones, full, arange, eye, randn") {
   CHECK(f(big - 1) == static_cast<float>(big - 1));
   CHECK(tw::eye<double>(2).values() == std::vector<double>{1, 0, 0, 1});
   CHECK(tw::eye<double>(2, 3).shape() == shape_t{2, 3});
-  const tensor<double> r1 = tw::randn<double>({1000}, 7), r2 = tw::randn<double>({1000}, 7), r3 = tw::randn<double>({1000}, 8);
+  const tensor<double> r1 = tw::randn<double>({1000}, 7), r2 = tw::randn<double>({1000}, 7),
+                       r3 = tw::randn<double>({1000}, 8);
   CHECK(r1.values() == r2.values());
   CHECK(r1.values() != r3.values());
   const double m = tw::mean(r1).item(), s = std::sqrt(tw::var(r1).item());
@@ -133,7 +134,8 @@ TEST_CASE("buffer_pool: recycled buffers hold what is written to them, across si
   std::vector<tw::tensor<double>> keep;
   for (int round = 0; round < 4; ++round) {
     std::vector<tw::tensor<double>> made;
-    for (std::int64_t n : {127, 128, 129, 160, 511, 512, 513, 1000, 4096, 5000, 100000}) made.push_back(tw::full<double>({n}, static_cast<double>(n + round)));
+    for (std::int64_t n : {127, 128, 129, 160, 511, 512, 513, 1000, 4096, 5000, 100000})
+      made.push_back(tw::full<double>({n}, static_cast<double>(n + round)));
     for (std::size_t i = 0; i < made.size(); i += 2) keep.push_back(made[i]);
   }
   for (const auto& t : keep) {

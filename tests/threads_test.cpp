@@ -18,8 +18,8 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 
@@ -34,9 +34,9 @@ struct results {
   tensor<double> per_example_runtime;  // the same on the runtime path
   double third_derivative_static = 0;  // grad(grad(grad(f)))
   double third_derivative_runtime = 0;
-  double grad_under_no_grad = 0;       // grad entered under no_grad still differentiates
-  double no_grad_inside_grad = 0;      // no_grad inside grad stops the gradient
-  bool error_seen = false;             // a tower::error raised and caught mid-round
+  double grad_under_no_grad = 0;   // grad entered under no_grad still differentiates
+  double no_grad_inside_grad = 0;  // no_grad inside grad stops the gradient
+  bool error_seen = false;         // a tower::error raised and caught mid-round
   std::size_t depth_after = 99;
   bool grad_mode_after = false;
 };
@@ -179,9 +179,11 @@ TEST_CASE("a batched value that escaped a vmap on another thread is dead there t
   }).join();
   REQUIRE(leaked);
   const std::string words = "was used after that vmap returned";
-  CHECK_THAT(error_on_new_thread([&] { (void)tw::vmap([&](auto z) { return z + *leaked; })(Z); }), Catch::Contains(words));
+  CHECK_THAT(error_on_new_thread([&] { (void)tw::vmap([&](auto z) { return z + *leaked; })(Z); }),
+             Catch::Contains(words));
   CHECK_THAT(error_on_new_thread([&] {
-               (void)tw::vmap(rfn([](value z) { return z; }))(Z);  // so that the next vmap is this thread's second, as rleaked's
+               (void)tw::vmap(rfn([](value z) { return z; }))(
+                   Z);  // so that the next vmap is this thread's second, as rleaked's
                (void)tw::vmap(rfn([&](value z) { return z + rleaked; }))(Z);
              }),
              Catch::Contains(words));
@@ -222,9 +224,11 @@ TEST_CASE("a grad value that escaped is a constant on every thread that uses it 
         const tensor<double> gs = tw::grad([&](auto v) { return tw::sum(v * v * *leaked); })(y).primal;
         const tensor<double> gr = tw::grad(rfn([&](value v) { return tw::sum(v * v * rleaked); }))(y).to_tensor();
         // Nested: the inner grad's gradient 2 v² c, differentiated by the outer one: 4 v c.
-        const tensor<double> gg = tw::grad(rfn([&](value v) {
-                                    return tw::sum(tw::grad(rfn([&](value u) { return tw::sum(u * u * v * rleaked); }))(v));
-                                  }))(y).to_tensor();
+        const tensor<double> gg =
+            tw::grad(rfn([&](value v) {
+              return tw::sum(tw::grad(rfn([&](value u) { return tw::sum(u * u * v * rleaked); }))(v));
+            }))(y)
+                .to_tensor();
         if (rel_err(gs, expected) > 1e-12) fail.push_back("static gradient differs");
         if (rel_err(gr, expected) > 1e-12) fail.push_back("runtime gradient differs");
         if (rel_err(gg, 2.0 * expected) > 1e-12) fail.push_back("runtime nested gradient differs");

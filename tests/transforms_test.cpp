@@ -9,9 +9,9 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::shape_t;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 // A loss users write: logistic regression on one example.
@@ -105,10 +105,12 @@ TEST_CASE("vmap in_dims and out_dims, negative dims, unbatched outputs") {
 TEST_CASE("vmap errors: batch-size mismatch and in_dims out of range name the arguments") {
   const tensor<double> a = sample({3, 2}), b = sample({4, 2});
   auto f = [](auto x, auto y) { return x + y; };
-  REQUIRE_THROWS_WITH(tw::vmap(f)(a, b), Catch::Contains("argument 0 has size 3") && Catch::Contains("argument 1 has size 4"));
+  REQUIRE_THROWS_WITH(tw::vmap(f)(a, b),
+                      Catch::Contains("argument 0 has size 3") && Catch::Contains("argument 1 has size 4"));
   REQUIRE_THROWS_WITH(tw::vmap(f, tw::in_dims(2, 0))(a, a), Catch::Contains("in_dims[0] = 2 is out of range"));
   std::function<value(value, value)> fr = [](value x, value y) { return x + y; };
-  REQUIRE_THROWS_WITH(tw::vmap(fr)(a, b), Catch::Contains("argument 0 has size 3") && Catch::Contains("argument 1 has size 4"));
+  REQUIRE_THROWS_WITH(tw::vmap(fr)(a, b),
+                      Catch::Contains("argument 0 has size 3") && Catch::Contains("argument 1 has size 4"));
   REQUIRE(tw::interpreter_stack_depth() == 0);
 }
 

@@ -17,7 +17,8 @@ namespace {
 template <class T>
 std::vector<T> ramp(std::int64_t n, double offset) {
   std::vector<T> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<T>(std::sin(0.7 * static_cast<double>(i) + offset));
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<T>(std::sin(0.7 * static_cast<double>(i) + offset));
   return v;
 }
 
@@ -34,7 +35,8 @@ void check_sizes() {
         for (std::int64_t i = 0; i < rows; ++i)
           for (std::int64_t j = 0; j < cols; ++j) {
             const T v = a[static_cast<std::size_t>(i * cols + j)];
-            REQUIRE(out[static_cast<std::size_t>(j * rows + i)] == (scaled ? scale[static_cast<std::size_t>(j)] * v : v));
+            REQUIRE(out[static_cast<std::size_t>(j * rows + i)] ==
+                    (scaled ? scale[static_cast<std::size_t>(j)] * v : v));
           }
       }
     }
@@ -69,13 +71,13 @@ TEST_CASE("permute_as_transposes: rotations of trailing dims match an index loop
   };
   const std::vector<row> table{
       {{64, 64}, {1, 0}, true},
-      {{5, 6, 7}, {1, 2, 0}, true},         // movedim(0, -1)
-      {{5, 6, 7}, {2, 0, 1}, true},         // movedim(-1, 0)
-      {{3, 5, 6, 7}, {0, 2, 3, 1}, true},   // a stack of 3 transposes
-      {{3, 1, 5, 6, 1}, {0, 4, 3, 1, 2}, true},  // size-1 dims move freely
+      {{5, 6, 7}, {1, 2, 0}, true},               // movedim(0, -1)
+      {{5, 6, 7}, {2, 0, 1}, true},               // movedim(-1, 0)
+      {{3, 5, 6, 7}, {0, 2, 3, 1}, true},         // a stack of 3 transposes
+      {{3, 1, 5, 6, 1}, {0, 4, 3, 1, 2}, true},   // size-1 dims move freely
       {{3, 1, 5, 6, 1}, {0, 4, 2, 1, 3}, false},  // only size-1 dims move: the same order
       {{4, 2, 9}, {2, 0, 1}, true},
-      {{5, 6, 7}, {1, 0, 2}, false},        // contiguous inner rows: the broadcast loop copies them
+      {{5, 6, 7}, {1, 0, 2}, false},  // contiguous inner rows: the broadcast loop copies them
       {{5, 6, 7, 8}, {0, 3, 1, 2}, true},
       {{5, 6, 7, 8}, {3, 2, 1, 0}, false},  // a reversal is no rotation
       {{2, 40}, {1, 0}, false},             // rows below 4

@@ -17,7 +17,8 @@ namespace {
 template <class T>
 std::vector<T> samples(std::size_t n, double lo, double hi) {
   std::vector<T> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(lo + (hi - lo) * (0.5 + 0.5 * std::sin(1.3 * static_cast<double>(i) + 0.2)));
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<T>(lo + (hi - lo) * (0.5 + 0.5 * std::sin(1.3 * static_cast<double>(i) + 0.2)));
   return v;
 }
 
@@ -61,7 +62,8 @@ void check_function(const char* name, double lo, double hi, double max_ulps) {
     for (std::int64_t i = 0; i < n; ++i) {
       const T xi = x[static_cast<std::size_t>(i)];
       // Fewer numbers than a packet take <cmath>, like numbers; more take libmvec, tails padded.
-      REQUIRE(same_bits(out[static_cast<std::size_t>(i)], n < packet_lanes<T>() ? Fn::scalar(xi) : vm::packet_call<Fn>(xi)));
+      REQUIRE(same_bits(out[static_cast<std::size_t>(i)],
+                        n < packet_lanes<T>() ? Fn::scalar(xi) : vm::packet_call<Fn>(xi)));
     }
     REQUIRE(out[static_cast<std::size_t>(n)] == T(-7));  // nothing written past n
   }
@@ -124,7 +126,9 @@ TEST_CASE("vector math: IEEE special values and arguments far out") {
 TEST_CASE("vector math: tower's ops on numbers, tensors, fixed values and vmap agree") {
   const std::vector<double> v = samples<double>(45, -1.2, 1.2);
   const tw::tensor<double> X({45}, v);
-  auto f = [](auto x) { return tw::tanh(tw::sin(x) * 2.0) + tw::exp(x) * tw::log1p(x + 1.5) + tw::atan(x) + tw::erf(x); };
+  auto f = [](auto x) {
+    return tw::tanh(tw::sin(x) * 2.0) + tw::exp(x) * tw::log1p(x + 1.5) + tw::atan(x) + tw::erf(x);
+  };
   const tw::tensor<double> on_tensor = f(X);
   const tw::tensor<double> g_batched = tw::vmap(tw::grad(f), tw::strategy::batched)(X);
   const tw::tensor<double> g_fused = tw::vmap(tw::grad(f), tw::strategy::fused)(X);

@@ -13,8 +13,8 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::tensor;
+using tw::dyn::value;
 
 namespace {
 const tensor<double> A = sample({4, 3}, -1, 1, 71);
@@ -140,7 +140,8 @@ tensor<double> tanh_layer_jacobian(const tensor<double>& W, const tensor<double>
   const std::int64_t m = W.shape()[0], n = W.shape()[1];
   std::vector<double> J(static_cast<std::size_t>(m * n));
   for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j) J[static_cast<std::size_t>(i * n + j)] = (1 - y.data()[i] * y.data()[i]) * W.data()[i * n + j];
+    for (std::int64_t j = 0; j < n; ++j)
+      J[static_cast<std::size_t>(i * n + j)] = (1 - y.data()[i] * y.data()[i]) * W.data()[i * n + j];
   return tensor<double>({m, n}, J);
 }
 }  // namespace
@@ -157,9 +158,9 @@ TEST_CASE("jacrev remembers the output shape per argument shapes, and notices wh
   W = sample({6, 3}, -1, 1, 85);                                // the same x shape, another y shape
   require_close(jac(x3), tanh_layer_jacobian(W, x3), 1e-14);
   require_close(jac(x3b), tanh_layer_jacobian(W, x3b), 1e-14);
-  W = sample({2, 5}, -1, 1, 86);                                // another x shape
+  W = sample({2, 5}, -1, 1, 86);  // another x shape
   require_close(jac(x5), tanh_layer_jacobian(W, x5), 1e-14);
-  W = sample({1, 5}, -1, 1, 87);                                // [1]: one row
+  W = sample({1, 5}, -1, 1, 87);  // [1]: one row
   require_close(jac(x5), tanh_layer_jacobian(W, x5), 1e-14);
   // A rank-0 output after a rank-1 one, and back.
   bool scalar = true;
@@ -189,7 +190,9 @@ TEST_CASE("jacrev remembers the output shape per argument shapes, and notices wh
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       const auto k = static_cast<std::size_t>(t % 2);
-      for (int r = 0; r < 50; ++r) ok[static_cast<std::size_t>(t)] += matches((t < 2 ? jac3 : shared)(xs[(k + static_cast<std::size_t>(r)) % 2]), want[(k + static_cast<std::size_t>(r)) % 2]);
+      for (int r = 0; r < 50; ++r)
+        ok[static_cast<std::size_t>(t)] += matches((t < 2 ? jac3 : shared)(xs[(k + static_cast<std::size_t>(r)) % 2]),
+                                                   want[(k + static_cast<std::size_t>(r)) % 2]);
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) REQUIRE(ok[static_cast<std::size_t>(t)] == 50);

@@ -8,9 +8,9 @@
 
 namespace tw = tower;
 using namespace tower::testing;
-using tw::dyn::value;
 using tw::shape_t;
 using tw::tensor;
+using tw::dyn::value;
 
 TEST_CASE("vmap(f, d) batches every argument along d") {
   const tensor<double> A = sample({3, 4}, -1, 1, 1), B = sample({3, 4}, -1, 1, 2);
@@ -26,7 +26,8 @@ TEST_CASE("in_dims(d) with one int batches every argument along d, as the README
   auto loop = [&](std::int64_t dim) {
     const std::int64_t n = A.shape()[static_cast<std::size_t>(dim)];
     std::vector<double> r;
-    for (std::int64_t i = 0; i < n; ++i) r.push_back(f(tw::squeeze(tw::narrow(A, dim, i, 1), dim), tw::squeeze(tw::narrow(B, dim, i, 1), dim)).item());
+    for (std::int64_t i = 0; i < n; ++i)
+      r.push_back(f(tw::squeeze(tw::narrow(A, dim, i, 1), dim), tw::squeeze(tw::narrow(B, dim, i, 1), dim)).item());
     return tensor<double>({n}, r);
   };
   for (std::int64_t dim : {0, 1, -1}) {
@@ -79,7 +80,8 @@ TEST_CASE("the runtime path runs a large top-level vmap in packets, with the sam
   // grad inside.
   std::function<value(value, value)> loss = [](value x, value v) { return tw::sum(tw::sin(x) * v); };
   auto loss_s = [](auto x, auto v) { return tw::sum(tw::sin(x) * v); };
-  require_close(tw::vmap(tw::grad(loss), in)(X, w).to_tensor(), tw::vmap(tw::grad(loss_s), in, tw::strategy::batched)(X, w), 1e-15);
+  require_close(tw::vmap(tw::grad(loss), in)(X, w).to_tensor(),
+                tw::vmap(tw::grad(loss_s), in, tw::strategy::batched)(X, w), 1e-15);
 }
 
 TEST_CASE("strategy::packets with chunk_size(n): packets of n examples, on both paths") {
@@ -94,8 +96,11 @@ TEST_CASE("strategy::packets with chunk_size(n): packets of n examples, on both 
   REQUIRE(tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::packets).plan(X, w).packet == 256);
   const tensor<double> expected = tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::batched)(X, w);
   require_close(packets(X, w), expected, 1e-13);
-  std::function<tw::dyn::value(tw::dyn::value, tw::dyn::value)> erased = [f](tw::dyn::value x, tw::dyn::value v) { return f(x, v); };
-  require_close(tw::vmap(erased, tw::in_dims(0, tw::none), tw::strategy::packets, tw::chunk_size(24))(X, w).to_tensor(), expected, 1e-13);
+  std::function<tw::dyn::value(tw::dyn::value, tw::dyn::value)> erased = [f](tw::dyn::value x, tw::dyn::value v) {
+    return f(x, v);
+  };
+  require_close(tw::vmap(erased, tw::in_dims(0, tw::none), tw::strategy::packets, tw::chunk_size(24))(X, w).to_tensor(),
+                expected, 1e-13);
 }
 
 TEST_CASE("strategy::packets computes each packet into its rows of the output, with batching rules' numbers") {
@@ -126,10 +131,12 @@ TEST_CASE("strategy::packets computes each packet into its rows of the output, w
     for (std::int64_t j = 0; j < 16; ++j) REQUIRE(G(b, j) == Approx(g(j)).margin(1e-14).epsilon(1e-12));
   }
   // Two results are each copied (one's kernel could take the other's rows), and out_dims.
-  const auto [a, c] = tw::vmap([](auto x, auto v) { return std::make_tuple(x * v, v * x * 2.0); }, tw::in_dims(0, tw::none), tw::strategy::packets)(X, w);
+  const auto [a, c] = tw::vmap([](auto x, auto v) { return std::make_tuple(x * v, v * x * 2.0); },
+                               tw::in_dims(0, tw::none), tw::strategy::packets)(X, w);
   require_close(a, X * w, 1e-15);
   require_close(c, X * w * 2.0, 1e-15);
-  const tensor<double> t = tw::vmap([](auto x, auto v) { return x * v; }, tw::in_dims(0, tw::none), tw::out_dims(1), tw::strategy::packets)(X, w);
+  const tensor<double> t = tw::vmap([](auto x, auto v) { return x * v; }, tw::in_dims(0, tw::none), tw::out_dims(1),
+                                    tw::strategy::packets)(X, w);
   require_close(t, tw::transpose(X * w, 0, 1), 1e-15);
 }
 

@@ -44,7 +44,8 @@ int main() {
   using V = tw::dyn::value;
   std::function<V(V, V, V, V)> erased = [](V W1, V w2, V x, V y) { return loss(W1, w2, x, y); };
   auto tower = [&] {
-    const auto [g1r, g2r] = tw::vmap(tw::grad(erased, tw::argnums<0, 1>), tw::in_dims(tw::none, tw::none, 0, 0))(W1, W2, X, Y);
+    const auto [g1r, g2r] =
+        tw::vmap(tw::grad(erased, tw::argnums<0, 1>), tw::in_dims(tw::none, tw::none, 0, 0))(W1, W2, X, Y);
     G1 = g1r.to_tensor();
     G2 = g2r.to_tensor();
   };

@@ -63,7 +63,8 @@ void compare(const char* name, int inner, int reps, S serial, V... scaled) {
   }
   if (rank == 0) {
     std::printf("%s: serial %.4g s", name, user_tu::median(ts));
-    for (std::size_t i = 0; i < n; ++i) std::printf(", variant %zu %.4g s (%.2fx)", i + 1, user_tu::median(tv[i]), user_tu::median(ratio[i]));
+    for (std::size_t i = 0; i < n; ++i)
+      std::printf(", variant %zu %.4g s (%.2fx)", i + 1, user_tu::median(tv[i]), user_tu::median(ratio[i]));
     std::printf("\n");
   }
 }
@@ -104,10 +105,12 @@ void processes(const char* name, const VF& vf, const tw::tensor<double>& X, int 
     a = vf(X);
     a_sum = tw::sum(a, 0);
   };
-  auto reduce = tw::pmap([&](const tw::tensor<double>& x) {
-    auto r = vf(x);
-    return std::make_tuple(r, tw::psum(tw::sum(r, 0)));
-  }, MPI_COMM_WORLD);
+  auto reduce = tw::pmap(
+      [&](const tw::tensor<double>& x) {
+        auto r = vf(x);
+        return std::make_tuple(r, tw::psum(tw::sum(r, 0)));
+      },
+      MPI_COMM_WORLD);
   auto gather = tw::pmap([&](const tw::tensor<double>& x) { return tw::all_gather(vf(x)); }, MPI_COMM_WORLD);
   auto with_psum = [&] { std::tie(b, b_sum) = reduce(shard); };
   auto with_gather = [&] { c = gather(shard); };
@@ -147,7 +150,8 @@ double ping_pong(std::size_t bytes, int reps) {
 /// (row(x, out) computes one example's result from its `in` numbers into `out` numbers), plain
 /// against the same loop split over 2 threads by oneTBB.
 template <class Row>
-void hand_written_ceiling(const char* name, const tw::tensor<double>& X, std::int64_t in, std::int64_t out, Row row, int inner) {
+void hand_written_ceiling(const char* name, const tw::tensor<double>& X, std::int64_t in, std::int64_t out, Row row,
+                          int inner) {
   const std::int64_t B = X.shape()[0];
   const double* x = X.data();
   std::vector<double> a(static_cast<std::size_t>(out * B)), b(a.size());
@@ -198,16 +202,23 @@ int main(int argc, char** argv) {
   const auto forces = tw::vmap(tw::grad(energy));
   const auto hessians = tw::vmap(tw::hessian(hessian_f));
   if (ranks == 1) {
-    hand_written_ceiling("hand-written lennard_jones_2^20 threads (variant 1: tbb::parallel_for on 2 threads)", R, 3, 3, lj_row, 5);
-    hand_written_ceiling("hand-written hessian_r8_2^14 threads (variant 1: tbb::parallel_for on 2 threads)", P, 8, 64, hessian_row, 5);
-    threads("lennard_jones_2^20 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)), R, 5);
-    threads("hessian_r8_2^14 threads (variant 1: parallel(2))", hessians, tw::vmap(tw::hessian(hessian_f), tw::parallel(2)), P, 5);
-    threads("hessian_r8_2^14 threads (variant 1: parallel)", hessians, tw::vmap(tw::hessian(hessian_f), tw::parallel), P, 5);
-    threads("lennard_jones_16 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)), R16, 20000);
+    hand_written_ceiling("hand-written lennard_jones_2^20 threads (variant 1: tbb::parallel_for on 2 threads)", R, 3, 3,
+                         lj_row, 5);
+    hand_written_ceiling("hand-written hessian_r8_2^14 threads (variant 1: tbb::parallel_for on 2 threads)", P, 8, 64,
+                         hessian_row, 5);
+    threads("lennard_jones_2^20 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)),
+            R, 5);
+    threads("hessian_r8_2^14 threads (variant 1: parallel(2))", hessians,
+            tw::vmap(tw::hessian(hessian_f), tw::parallel(2)), P, 5);
+    threads("hessian_r8_2^14 threads (variant 1: parallel)", hessians, tw::vmap(tw::hessian(hessian_f), tw::parallel),
+            P, 5);
+    threads("lennard_jones_16 threads (variant 1: parallel(2))", forces, tw::vmap(tw::grad(energy), tw::parallel(2)),
+            R16, 20000);
     // The backward pass through a parallel vmap: forces as the gradient of the total energy.
     auto total = [](auto r) { return tw::sum(tw::vmap(energy)(r)); };
     auto total_parallel = [](auto r) { return tw::sum(tw::vmap(energy, tw::parallel(2))(r)); };
-    threads("lennard_jones_2^20 grad of the total (variant 1: parallel(2))", tw::grad(total), tw::grad(total_parallel), R, 5);
+    threads("lennard_jones_2^20 grad of the total (variant 1: parallel(2))", tw::grad(total), tw::grad(total_parallel),
+            R, 5);
   } else {
     processes("lennard_jones_2^20 ranks (variant 1: pmap + psum, 2: pmap + all_gather)", forces, R, 5);
     processes("hessian_r8_2^14 ranks (variant 1: pmap + psum, 2: pmap + all_gather)", hessians, P, 5);

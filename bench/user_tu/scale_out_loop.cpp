@@ -51,7 +51,9 @@ int main(int argc, char** argv) {
     check = std::max(check, std::abs(s.data()[k % 64] - want.data()[k % 64]) / (1 + std::abs(want.data()[k % 64])));
   }
   const double t = MPI_Wtime() - t0;
-  if (rank == 0) std::printf("hessian_r8_2^14 %s on %d rank(s): %.3f s for 2000 calls (max rel. deviation %.1e)\n", variant.c_str(), ranks, t, check);
+  if (rank == 0)
+    std::printf("hessian_r8_2^14 %s on %d rank(s): %.3f s for 2000 calls (max rel. deviation %.1e)\n", variant.c_str(),
+                ranks, t, check);
   MPI_Finalize();
   return check < 1e-12 ? 0 : 1;
 }

@@ -47,8 +47,13 @@ void compare(const char* name, Hand hand, Tower tower, int inner = 1, int reps =
   std::vector<double> th, tt, r;
   for (int k = 0; k < reps; ++k) {
     double a, b;
-    if (k % 2) { a = sample(hand, inner); b = sample(tower, inner); }
-    else { b = sample(tower, inner); a = sample(hand, inner); }
+    if (k % 2) {
+      a = sample(hand, inner);
+      b = sample(tower, inner);
+    } else {
+      b = sample(tower, inner);
+      a = sample(hand, inner);
+    }
     th.push_back(a);
     tt.push_back(b);
     r.push_back(b / a);

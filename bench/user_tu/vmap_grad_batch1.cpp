@@ -10,17 +10,23 @@ namespace tw = tower;
 int main() {
   const int n = 1024;
   std::vector<double> xs = user_tu::uniform(n, -1, 1, 5), g(n), t(n);
-  auto hand = [&] { for (int i = 0; i < n; ++i) g[i] = dchain_hand(xs[i]); };
+  auto hand = [&] {
+    for (int i = 0; i < n; ++i) g[i] = dchain_hand(xs[i]);
+  };
 #ifdef RUNTIME
   std::vector<tw::dyn::value> X;
   for (double x : xs) X.emplace_back(tw::tensor<double>({1}, {x}));
   std::function<tw::dyn::value(tw::dyn::value)> erased = [](tw::dyn::value x) { return chain(x); };
-  auto tower = [&] { for (int i = 0; i < n; ++i) t[i] = tw::vmap(tw::grad(erased))(X[i]).to_tensor().data()[0]; };
+  auto tower = [&] {
+    for (int i = 0; i < n; ++i) t[i] = tw::vmap(tw::grad(erased))(X[i]).to_tensor().data()[0];
+  };
   const char* name = "vmap_grad_batch1_runtime";
 #else
-  std::vector<tw::tensor<double>> X;
+  std::vector<tw::tensor<double> > X;
   for (double x : xs) X.push_back(tw::tensor<double>({1}, {x}));
-  auto tower = [&] { for (int i = 0; i < n; ++i) t[i] = tw::vmap(tw::grad(chain))(X[i]).data()[0]; };
+  auto tower = [&] {
+    for (int i = 0; i < n; ++i) t[i] = tw::vmap(tw::grad(chain))(X[i]).data()[0];
+  };
   const char* name = "vmap_grad_batch1";
 #endif
   hand();

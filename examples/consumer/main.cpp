@@ -29,7 +29,8 @@ int main() {
     const double s = 1.0 / (1.0 + std::exp(Y(b) * z));  // sigmoid(-y z)
     for (std::int64_t j = 0; j < d; ++j) max_err = std::max(max_err, std::abs(G(b, j) - (-Y(b) * X(b, j) * s)));
   }
-  std::printf("tower %d.%d.%d: per-example gradients [%lld, %lld], max |vmap(grad) - analytic| = %.3g\n", TOWER_VERSION_MAJOR,
-              TOWER_VERSION_MINOR, TOWER_VERSION_PATCH, static_cast<long long>(B), static_cast<long long>(d), max_err);
+  std::printf("tower %d.%d.%d: per-example gradients [%lld, %lld], max |vmap(grad) - analytic| = %.3g\n",
+              TOWER_VERSION_MAJOR, TOWER_VERSION_MINOR, TOWER_VERSION_PATCH, static_cast<long long>(B),
+              static_cast<long long>(d), max_err);
   return max_err < 1e-12 ? 0 : 1;
 }

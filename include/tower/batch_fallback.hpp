@@ -27,9 +27,10 @@ namespace detail {
 /// Instantiated only to fail: the op's type appears in the diagnostic's first line.
 template <class Op>
 struct op_has_no_batching_rule_and_vmap_is_strict {
-  static_assert(sizeof(Op) == 0,
-                "tower: vmap: this op has no batching rule, and strict vmap (TOWER_STRICT_VMAP or Op::strict_vmap) forbids the "
-                "per-example fallback; give the op a batch(batch_size, bval...) member");
+  static_assert(
+      sizeof(Op) == 0,
+      "tower: vmap: this op has no batching rule, and strict vmap (TOWER_STRICT_VMAP or Op::strict_vmap) forbids the "
+      "per-example fallback; give the op a batch(batch_size, bval...) member");
   static constexpr bool value = false;
 };
 

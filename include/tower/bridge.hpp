@@ -80,9 +80,11 @@ V from_dyn(const dyn::value& v) {
   } else {
     if (v.level() > lv) {
       if (v.get().key == transform_type::grad && v.get().node && find_live_interpreter(v.get().serial))
-        throw error("bridge: the value depends on a grad level (" + std::to_string(v.level()) + ") its static type cannot carry");
+        throw error("bridge: the value depends on a grad level (" + std::to_string(v.level()) +
+                    ") its static type cannot carry");
       if (v.get().key == transform_type::vmap)
-        throw error("bridge: a value batched at level " + std::to_string(v.level()) + " cannot become a static value without it");
+        throw error("bridge: a value batched at level " + std::to_string(v.level()) +
+                    " cannot become a static value without it");
       return from_dyn<V>(v.get().inner);
     }
     using P = typename inner_type<V>::type;
@@ -110,7 +112,9 @@ V from_dyn(const dyn::value& v) {
 /// The static grad's backward when its function returned a dyn::value: the runtime sweep, then
 /// each bridge pushes its leaf's adjoint into the static tape.
 template <class V>
-void bridge_backward(const V& out, std::uint64_t serial) { bridge_push(dyn::detail::backward(out), serial); }
+void bridge_backward(const V& out, std::uint64_t serial) {
+  bridge_push(dyn::detail::backward(out), serial);
+}
 
 }  // namespace detail
 
@@ -129,7 +133,8 @@ value static_to_value(const W& w) {
       leaf = std::make_shared<dyn::grad_node>();
       auto* node = w.node;
       using V = typename W::adjoint_type;
-      tower::detail::bridges()[w.serial].push_back({leaf, [node](const dyn::value& a) { node->accumulate(tower::detail::from_dyn<V>(a)); }});
+      tower::detail::bridges()[w.serial].push_back(
+          {leaf, [node](const dyn::value& a) { node->accumulate(tower::detail::from_dyn<V>(a)); }});
     }
     return dyn::wrap(transform_type::grad, W::level, w.serial, to_value(w.primal), std::move(leaf));
   }

@@ -89,7 +89,9 @@ class buffer_pool : per_thread<buffer_pool> {
   // 1.5 KiB, 1.75 KiB, 2 KiB, 2.5 KiB, ..., 896 MiB. Larger requests (c >= classes) are not cached.
   static constexpr std::size_t classes = 4 * (30 - min_shift);
   static constexpr std::size_t class_bytes(std::size_t c) { return (4 + c % 4) << (c / 4 + min_shift - 2); }
-  static constexpr std::size_t max_blocks(std::size_t c) { return std::max<std::size_t>(8, (std::size_t{1} << 18) / class_bytes(c)); }
+  static constexpr std::size_t max_blocks(std::size_t c) {
+    return std::max<std::size_t>(8, (std::size_t{1} << 18) / class_bytes(c));
+  }
   /// The smallest class whose blocks hold `bytes`: with 2^(g+min_shift) < bytes <= 2^(g+min_shift+1),
   /// the class is 4g + (bytes / 2^(g+min_shift-2) rounded up) - 4.
   static constexpr std::size_t class_of(std::size_t bytes) {
@@ -98,15 +100,17 @@ class buffer_pool : per_thread<buffer_pool> {
     const std::size_t unit = std::size_t{1} << (g + min_shift - 2);
     return 4 * g + (bytes + unit - 1) / unit - 4;
   }
- private:
 
+ private:
   std::array<entry*, classes> heads{};
   std::array<std::size_t, classes> counts{};
   std::size_t cached = 0;
 };
 
-static_assert(buffer_pool::class_of(1024) == 0 && buffer_pool::class_of(1025) == 1 && buffer_pool::class_of(2048) == 4 &&
-              buffer_pool::class_of(2049) == 5 && buffer_pool::class_bytes(buffer_pool::classes - 1) == std::size_t{896} << 20 && buffer_pool::class_bytes(buffer_pool::class_of(1000000)) >= 1000000 &&
+static_assert(buffer_pool::class_of(1024) == 0 && buffer_pool::class_of(1025) == 1 &&
+              buffer_pool::class_of(2048) == 4 && buffer_pool::class_of(2049) == 5 &&
+              buffer_pool::class_bytes(buffer_pool::classes - 1) == std::size_t{896} << 20 &&
+              buffer_pool::class_bytes(buffer_pool::class_of(1000000)) >= 1000000 &&
               buffer_pool::class_bytes(buffer_pool::class_of(1000000) - 1) < 1000000);
 
 }  // namespace tower::detail

@@ -13,5 +13,6 @@
 #define TOWER_CXX20 1
 #else
 #define TOWER_CXX20 0
-#error "tower requires C++20: compile with -std=c++20 (g++, clang++) or /std:c++20 (MSVC). CMake's tower::tower target and `pkg-config --cflags tower` add it; with Bazel put `build --cxxopt=-std=c++20` in your .bazelrc."
+#error \
+    "tower requires C++20: compile with -std=c++20 (g++, clang++) or /std:c++20 (MSVC). CMake's tower::tower target and `pkg-config --cflags tower` add it; with Bazel put `build --cxxopt=-std=c++20` in your .bazelrc."
 #endif

@@ -24,9 +24,12 @@ struct cotangent_seed {
   Y out;
 };
 
-template <class T> struct is_cotangent_seed : std::false_type {};
-template <class C, class Y> struct is_cotangent_seed<cotangent_seed<C, Y>> : std::true_type {};
-template <class T> inline constexpr bool is_cotangent_seed_v = is_cotangent_seed<std::remove_cvref_t<T>>::value;
+template <class T>
+struct is_cotangent_seed : std::false_type {};
+template <class C, class Y>
+struct is_cotangent_seed<cotangent_seed<C, Y>> : std::true_type {};
+template <class T>
+inline constexpr bool is_cotangent_seed_v = is_cotangent_seed<std::remove_cvref_t<T>>::value;
 
 /// A cotangent must have its output's shape exactly (functorch's vjp_fn checks the same).
 inline void require_cotangent_shape(const shape_t& c, const shape_t& y) {

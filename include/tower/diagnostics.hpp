@@ -67,9 +67,11 @@ struct failed {
   operator T() const;  // never defined: only ever named in a program that does not compile
 };
 
-template <class X> inline constexpr bool is_failed_v = std::is_same_v<std::remove_cvref_t<X>, failed>;
+template <class X>
+inline constexpr bool is_failed_v = std::is_same_v<std::remove_cvref_t<X>, failed>;
 
-template <class...> inline constexpr bool always_false = false;
+template <class...>
+inline constexpr bool always_false = false;
 
 /// Reports `M` as the first error line (g++): instantiated as soon as a check names it.
 template <diagnostic M>
@@ -84,20 +86,30 @@ auto raise() {
 #endif
 
 /// ACTION("name: ", ARGS...) with the name of the transform TRANSFORM (a diagnostic) as a literal.
-#define TOWER_FOR_TRANSFORM_(TRANSFORM, ACTION, ...)                                                     \
-  if constexpr (TRANSFORM.view() == "grad_and_value") { ACTION("grad_and_value: ", __VA_ARGS__); }       \
-  else if constexpr (TRANSFORM.view() == "jacrev") { ACTION("jacrev: ", __VA_ARGS__); }                  \
-  else if constexpr (TRANSFORM.view() == "jacfwd") { ACTION("jacfwd: ", __VA_ARGS__); }                  \
-  else if constexpr (TRANSFORM.view() == "vjp") { ACTION("vjp: ", __VA_ARGS__); }                        \
-  else if constexpr (TRANSFORM.view() == "jvp") { ACTION("jvp: ", __VA_ARGS__); }                        \
-  else if constexpr (TRANSFORM.view() == "vmap") { ACTION("vmap: ", __VA_ARGS__); }                      \
-  else if constexpr (TRANSFORM.view() == "hessian") { ACTION("hessian: ", __VA_ARGS__); }                \
-  else { ACTION("grad: ", __VA_ARGS__); }
+#define TOWER_FOR_TRANSFORM_(TRANSFORM, ACTION, ...)    \
+  if constexpr (TRANSFORM.view() == "grad_and_value") { \
+    ACTION("grad_and_value: ", __VA_ARGS__);            \
+  } else if constexpr (TRANSFORM.view() == "jacrev") {  \
+    ACTION("jacrev: ", __VA_ARGS__);                    \
+  } else if constexpr (TRANSFORM.view() == "jacfwd") {  \
+    ACTION("jacfwd: ", __VA_ARGS__);                    \
+  } else if constexpr (TRANSFORM.view() == "vjp") {     \
+    ACTION("vjp: ", __VA_ARGS__);                       \
+  } else if constexpr (TRANSFORM.view() == "jvp") {     \
+    ACTION("jvp: ", __VA_ARGS__);                       \
+  } else if constexpr (TRANSFORM.view() == "vmap") {    \
+    ACTION("vmap: ", __VA_ARGS__);                      \
+  } else if constexpr (TRANSFORM.view() == "hessian") { \
+    ACTION("hessian: ", __VA_ARGS__);                   \
+  } else {                                              \
+    ACTION("grad: ", __VA_ARGS__);                      \
+  }
 
 /// TOWER_DIAGNOSE for a check shared by several transforms: clang's fixed message starts with
 /// the transform's name too ("jacrev: " SUFFIX).
 #define TOWER_PREFIXED_(PREFIX, SUFFIX, MESSAGE, ...) TOWER_DIAGNOSE(PREFIX SUFFIX, MESSAGE, __VA_ARGS__)
-#define TOWER_DIAGNOSE_FOR(TRANSFORM, SUFFIX, MESSAGE, ...) TOWER_FOR_TRANSFORM_(TRANSFORM, TOWER_PREFIXED_, SUFFIX, MESSAGE, __VA_ARGS__)
+#define TOWER_DIAGNOSE_FOR(TRANSFORM, SUFFIX, MESSAGE, ...) \
+  TOWER_FOR_TRANSFORM_(TRANSFORM, TOWER_PREFIXED_, SUFFIX, MESSAGE, __VA_ARGS__)
 
 // Numbers in clang's message. clang 14 takes only a string literal as a static_assert message,
 // so for numbers from 0 to 8 the literal that spells them is picked at compile time and clang's
@@ -112,16 +124,26 @@ auto raise() {
 #define TOWER_DIGITS2_(X, ...) X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__) X(4, __VA_ARGS__) \
   X(5, __VA_ARGS__) X(6, __VA_ARGS__) X(7, __VA_ARGS__) X(8, __VA_ARGS__)
 // clang-format on
-#define TOWER_NUMBERED_(N, V, PRE, POST, ...) \
-  if constexpr ((V) == N) static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, PRE #N POST); else
-#define TOWER_NUMBERED2_(M, N, V, W, PRE, MID, POST, ...) \
-  if constexpr ((V) == N && (W) == M) static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, PRE #N MID #M POST); else
+#define TOWER_NUMBERED_(N, V, PRE, POST, ...)                                                          \
+  if constexpr ((V) == N) static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, PRE #N POST); \
+  else
+#define TOWER_NUMBERED2_(M, N, V, W, PRE, MID, POST, ...)                               \
+  if constexpr ((V) == N && (W) == M)                                                   \
+    static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, PRE #N MID #M POST); \
+  else
 #define TOWER_NUMBERED2_ROW_(N, ...) TOWER_DIGITS2_(TOWER_NUMBERED2_, N, __VA_ARGS__)
-#define TOWER_DIAGNOSE_N(V, PRE, POST, FIXED, MESSAGE, ...) \
-  { TOWER_DIGITS_(TOWER_NUMBERED_, V, PRE, POST, __VA_ARGS__) static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, FIXED); }
-#define TOWER_DIAGNOSE_NN(V, W, PRE, MID, POST, FIXED, MESSAGE, ...) \
-  { TOWER_DIGITS_(TOWER_NUMBERED2_ROW_, V, W, PRE, MID, POST, __VA_ARGS__) static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, FIXED); }
-#define TOWER_PREFIXED_N_(PREFIX, V, PRE, POST, FIXED, MESSAGE, ...) TOWER_DIAGNOSE_N(V, PREFIX PRE, POST, PREFIX FIXED, MESSAGE, __VA_ARGS__)
+#define TOWER_DIAGNOSE_N(V, PRE, POST, FIXED, MESSAGE, ...)                \
+  {                                                                        \
+    TOWER_DIGITS_(TOWER_NUMBERED_, V, PRE, POST, __VA_ARGS__)              \
+    static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, FIXED); \
+  }
+#define TOWER_DIAGNOSE_NN(V, W, PRE, MID, POST, FIXED, MESSAGE, ...)       \
+  {                                                                        \
+    TOWER_DIGITS_(TOWER_NUMBERED2_ROW_, V, W, PRE, MID, POST, __VA_ARGS__) \
+    static_assert(::tower::diagnostics::always_false<__VA_ARGS__>, FIXED); \
+  }
+#define TOWER_PREFIXED_N_(PREFIX, V, PRE, POST, FIXED, MESSAGE, ...) \
+  TOWER_DIAGNOSE_N(V, PREFIX PRE, POST, PREFIX FIXED, MESSAGE, __VA_ARGS__)
 #define TOWER_PREFIXED_NN_(PREFIX, V, W, PRE, MID, POST, FIXED, MESSAGE, ...) \
   TOWER_DIAGNOSE_NN(V, W, PREFIX PRE, MID, POST, PREFIX FIXED, MESSAGE, __VA_ARGS__)
 #define TOWER_DIAGNOSE_FOR_N(TRANSFORM, V, PRE, POST, FIXED, MESSAGE, ...) \
@@ -132,7 +154,8 @@ auto raise() {
 #define TOWER_DIAGNOSE_N(V, PRE, POST, FIXED, MESSAGE, ...) ::tower::diagnostics::raise<MESSAGE>()
 #define TOWER_DIAGNOSE_NN(V, W, PRE, MID, POST, FIXED, MESSAGE, ...) ::tower::diagnostics::raise<MESSAGE>()
 #define TOWER_DIAGNOSE_FOR_N(TRANSFORM, V, PRE, POST, FIXED, MESSAGE, ...) ::tower::diagnostics::raise<MESSAGE>()
-#define TOWER_DIAGNOSE_FOR_NN(TRANSFORM, V, W, PRE, MID, POST, FIXED, MESSAGE, ...) ::tower::diagnostics::raise<MESSAGE>()
+#define TOWER_DIAGNOSE_FOR_NN(TRANSFORM, V, W, PRE, MID, POST, FIXED, MESSAGE, ...) \
+  ::tower::diagnostics::raise<MESSAGE>()
 #endif
 
 // ---- building messages at compile time ------------------------------------------------------
@@ -219,7 +242,8 @@ constexpr diagnostic make_text(const P&... parts) {
 /// An op's name: its `static constexpr const char* name` and its type, else its type's spelling.
 template <class Op>
 constexpr diagnostic op_name() {
-  if constexpr (requires { std::string_view(Op::name); }) return make_text(std::string_view(Op::name), " (", type_text<Op>(), ")");
+  if constexpr (requires { std::string_view(Op::name); })
+    return make_text(std::string_view(Op::name), " (", type_text<Op>(), ")");
   else return type_text<Op>();
 }
 
@@ -238,8 +262,7 @@ constexpr diagnostic type_list() {
 
 /// A value grad can differentiate or return: floating-point scalars and tensors, at any level.
 template <class X>
-inline constexpr bool is_differentiable_value_v =
-    is_dyn_v<X> || kernels::is_plain_v<base_type_t<X>>;
+inline constexpr bool is_differentiable_value_v = is_dyn_v<X> || kernels::is_plain_v<base_type_t<X>>;
 
 /// A value vmap can batch: a tensor, at any level (a bare scalar has no dim to batch).
 template <class X>
@@ -251,19 +274,24 @@ constexpr bool all_leaves() {
   if constexpr (is_leaf_v<X>) {
     return Pred<X>::value;
   } else if constexpr (is_pytree_v<X>) {
-    return []<class... L>(std::type_identity<std::tuple<L...>>) { return (Pred<std::remove_cvref_t<L>>::value && ...); }(
-        std::type_identity<typename detail::leaf_types<std::remove_cvref_t<X>>::type>{});
+    return []<class... L>(std::type_identity<std::tuple<L...>>) {
+      return (Pred<std::remove_cvref_t<L>>::value && ...);
+    }(std::type_identity<typename detail::leaf_types<std::remove_cvref_t<X>>::type>{});
   } else {
     return false;
   }
 }
-template <class X> struct differentiable_leaf : std::bool_constant<is_differentiable_value_v<X>> {};
-template <class X> struct batchable_leaf : std::bool_constant<is_batchable_value_v<X>> {};
+template <class X>
+struct differentiable_leaf : std::bool_constant<is_differentiable_value_v<X>> {};
+template <class X>
+struct batchable_leaf : std::bool_constant<is_batchable_value_v<X>> {};
 
 /// grad's arguments and vmap's results may be pytrees of values.
-template <class X> inline constexpr bool is_differentiable_tree_v = all_leaves<std::remove_cvref_t<X>, differentiable_leaf>();
+template <class X>
+inline constexpr bool is_differentiable_tree_v = all_leaves<std::remove_cvref_t<X>, differentiable_leaf>();
 /// vmap's batched arguments may be pytrees of tensors.
-template <class X> inline constexpr bool is_batchable_tree_v = all_leaves<std::remove_cvref_t<X>, batchable_leaf>();
+template <class X>
+inline constexpr bool is_batchable_tree_v = all_leaves<std::remove_cvref_t<X>, batchable_leaf>();
 
 template <class X>
 inline constexpr bool is_tuple_like_v = requires { std::tuple_size<std::remove_cvref_t<X>>::value; };
@@ -277,12 +305,19 @@ constexpr std::size_t result_count() {
 // ---- f is callable with what the transform passes it --------------------------------------
 
 /// The result of calling F with the argument types in the std::tuple Traced (exact reference types).
-template <class F, class Traced> struct traced_result;
-template <class F, class... W> struct traced_result<F, std::tuple<W...>> { using type = std::invoke_result_t<const F&, W...>; };
-template <class F, class Traced> using traced_result_t = typename traced_result<F, Traced>::type;
+template <class F, class Traced>
+struct traced_result;
+template <class F, class... W>
+struct traced_result<F, std::tuple<W...>> {
+  using type = std::invoke_result_t<const F&, W...>;
+};
+template <class F, class Traced>
+using traced_result_t = typename traced_result<F, Traced>::type;
 
-template <class F, class Traced> inline constexpr bool is_traced_invocable_v = false;
-template <class F, class... W> inline constexpr bool is_traced_invocable_v<F, std::tuple<W...>> = std::is_invocable_v<const F&, W...>;
+template <class F, class Traced>
+inline constexpr bool is_traced_invocable_v = false;
+template <class F, class... W>
+inline constexpr bool is_traced_invocable_v<F, std::tuple<W...>> = std::is_invocable_v<const F&, W...>;
 
 /// Whether F, called with the traced values, returns a value holding dual_unsupported: it mixed a
 /// tape-free transform's numbers (vmap's probes instantiate f on them) with values they cannot
@@ -295,7 +330,9 @@ constexpr bool traced_result_unsupported() {
 }
 
 template <class... W>
-constexpr diagnostic traced_list(std::type_identity<std::tuple<W...>>) { return type_list<std::remove_cvref_t<W>...>(); }
+constexpr diagnostic traced_list(std::type_identity<std::tuple<W...>>) {
+  return type_list<std::remove_cvref_t<W>...>();
+}
 
 /// `Transform`: f must accept the arguments the transform passes it (the traced types `Traced`,
 /// made from the caller's argument types A...). Checked before any instantiation of the
@@ -305,18 +342,22 @@ constexpr auto check_callable() {
   if constexpr (is_traced_invocable_v<F, Traced>) {
     return std::true_type{};
   } else if constexpr (std::is_invocable_v<const F&, const A&...>) {
-    TOWER_DIAGNOSE_FOR(Transform, "f accepts the plain arguments but not the traced values the transform passes; declare its parameters auto",
-                       make_text(Transform, ": f accepts ", type_list<A...>(), " but not the traced values ",
-                                 traced_list(std::type_identity<Traced>{}), " the transform passes it; declare its parameters auto"),
-                       F, Traced);
+    TOWER_DIAGNOSE_FOR(
+        Transform,
+        "f accepts the plain arguments but not the traced values the transform passes; declare its parameters auto",
+        make_text(Transform, ": f accepts ", type_list<A...>(), " but not the traced values ",
+                  traced_list(std::type_identity<Traced>{}), " the transform passes it; declare its parameters auto"),
+        F, Traced);
     return std::false_type{};
-  } else if constexpr ((is_static_wrapper_v<A> || ...) &&
-                       (std::is_invocable_v<const F&, const base_type_t<A>&...> || std::is_invocable_v<const F&, scalar_type_t<A>...>)) {
+  } else if constexpr ((is_static_wrapper_v<A> || ...) && (std::is_invocable_v<const F&, const base_type_t<A>&...> ||
+                                                           std::is_invocable_v<const F&, scalar_type_t<A>...>)) {
     // The arguments are an enclosing transform's values (vmap(grad(f))); f takes the plain ones.
-    TOWER_DIAGNOSE_FOR(Transform, "f takes plain values, not the traced values the transforms pass it; declare its parameters auto",
-                       make_text(Transform, ": f takes plain values, not the traced values ", traced_list(std::type_identity<Traced>{}),
-                                 " the transforms pass it (from ", type_list<A...>(), "); declare its parameters auto"),
-                       F, Traced);
+    TOWER_DIAGNOSE_FOR(
+        Transform, "f takes plain values, not the traced values the transforms pass it; declare its parameters auto",
+        make_text(Transform, ": f takes plain values, not the traced values ",
+                  traced_list(std::type_identity<Traced>{}), " the transforms pass it (from ", type_list<A...>(),
+                  "); declare its parameters auto"),
+        F, Traced);
     return std::false_type{};
   } else {
     TOWER_DIAGNOSE_FOR(Transform, "f is not callable with the arguments given",
@@ -337,22 +378,29 @@ constexpr auto check_differentiable() {
     if constexpr (is_differentiable_tree_v<X>) {
       return check_differentiable<Transform, K + 1, Args, I...>();
     } else if constexpr (std::is_integral_v<X>) {
-      TOWER_DIAGNOSE_FOR_N(Transform, i, "cannot differentiate with respect to argument ", ", an integer or bool; pass a double, float or tensor",
+      TOWER_DIAGNOSE_FOR_N(Transform, i, "cannot differentiate with respect to argument ",
+                           ", an integer or bool; pass a double, float or tensor",
                            "cannot differentiate with respect to an integer or bool argument",
                            make_text(Transform, ": cannot differentiate with respect to argument ", i, " of type ",
                                      type_text<X>(), " (an integer or bool); pass a double, float or tensor"),
                            X);
       return std::false_type{};
     } else if constexpr (is_untemplated_struct_v<X>) {
-      TOWER_DIAGNOSE_FOR_N(Transform, i, "argument ", " is a Hana struct that is not a template over its leaf type; declare it as template <class T> struct S whose leaves have type T",
-                           "a Hana struct argument must be a template over its leaf type: template <class T> struct S whose leaves have type T",
-                           make_text(Transform, ": argument ", i, " has type ", type_text<X>(),
-                                     ", a Hana struct that is not a template over its leaf type; declare it as template <class T> struct ",
-                                     type_text<X>(), " whose leaves have type T, so that transforms can rebuild it with their values"),
-                           X);
+      TOWER_DIAGNOSE_FOR_N(
+          Transform, i, "argument ",
+          " is a Hana struct that is not a template over its leaf type; declare it as template <class T> struct S "
+          "whose leaves have type T",
+          "a Hana struct argument must be a template over its leaf type: template <class T> struct S whose leaves have "
+          "type T",
+          make_text(
+              Transform, ": argument ", i, " has type ", type_text<X>(),
+              ", a Hana struct that is not a template over its leaf type; declare it as template <class T> struct ",
+              type_text<X>(), " whose leaves have type T, so that transforms can rebuild it with their values"),
+          X);
       return std::false_type{};
     } else {
-      TOWER_DIAGNOSE_FOR_N(Transform, i, "cannot differentiate with respect to argument ", ", which is not a double, float or tensor (or a pytree of them)",
+      TOWER_DIAGNOSE_FOR_N(Transform, i, "cannot differentiate with respect to argument ",
+                           ", which is not a double, float or tensor (or a pytree of them)",
                            "cannot differentiate with respect to an argument that is not a double, float or tensor",
                            make_text(Transform, ": cannot differentiate with respect to argument ", i, " of type ",
                                      type_text<X>(), "; pass a double, float or tensor"),
@@ -389,16 +437,18 @@ constexpr auto check_grad_args_impl(argnums_t<I...>) {
                        make_text(Transform, ": argnums must name at least one argument"), A...);
     return std::false_type{};
   } else if constexpr (bad < sizeof...(I)) {
-    TOWER_DIAGNOSE_FOR_NN(Transform, ids[bad], n, "argnums index ", " is out of range for a function of ", " arguments",
-                          "an argnums index is out of range for a function of this many arguments",
-                          make_text(Transform, ": argnums index ", ids[bad], " is out of range for a function of ", n, " arguments"),
-                          argnums_t<I...>, A...);
+    TOWER_DIAGNOSE_FOR_NN(
+        Transform, ids[bad], n, "argnums index ", " is out of range for a function of ", " arguments",
+        "an argnums index is out of range for a function of this many arguments",
+        make_text(Transform, ": argnums index ", ids[bad], " is out of range for a function of ", n, " arguments"),
+        argnums_t<I...>, A...);
     return std::false_type{};
   } else if constexpr (repeated < sizeof...(I)) {
-    TOWER_DIAGNOSE_FOR_N(Transform, ids[repeated], "argnums names argument ", " twice; list each argument once",
-                         "argnums names an argument twice; list each argument once",
-                         make_text(Transform, ": argnums names argument ", ids[repeated], " twice; list each argument once"),
-                         argnums_t<I...>, A...);
+    TOWER_DIAGNOSE_FOR_N(
+        Transform, ids[repeated], "argnums names argument ", " twice; list each argument once",
+        "argnums names an argument twice; list each argument once",
+        make_text(Transform, ": argnums names argument ", ids[repeated], " twice; list each argument once"),
+        argnums_t<I...>, A...);
     return std::false_type{};
   } else {
     return check_differentiable<Transform, 0, std::tuple<A...>, I...>();
@@ -420,12 +470,13 @@ constexpr auto check_grad_result() {
     return std::false_type{};  // an op inside f failed a check and reported it
   } else if constexpr (HasAux) {
     if constexpr (!is_tuple_like_v<D>) {
-      TOWER_DIAGNOSE("grad: with has_aux, f must return a (value, aux) pair",
-                     make_text(Transform, ": with has_aux, f must return a (value, aux) pair, it returns ", type_text<D>()), D);
+      TOWER_DIAGNOSE(
+          "grad: with has_aux, f must return a (value, aux) pair",
+          make_text(Transform, ": with has_aux, f must return a (value, aux) pair, it returns ", type_text<D>()), D);
       return std::false_type{};
     } else if constexpr (std::tuple_size_v<D> != 2) {
-      TOWER_DIAGNOSE_N(std::tuple_size_v<D>, "grad: with has_aux, f must return a (value, aux) pair, it returns ", " values",
-                       "grad: with has_aux, f must return a (value, aux) pair",
+      TOWER_DIAGNOSE_N(std::tuple_size_v<D>, "grad: with has_aux, f must return a (value, aux) pair, it returns ",
+                       " values", "grad: with has_aux, f must return a (value, aux) pair",
                        make_text(Transform, ": with has_aux, f must return a (value, aux) pair, it returns ",
                                  static_cast<std::int64_t>(std::tuple_size_v<D>), " values: ", type_text<D>()),
                        D);
@@ -465,21 +516,23 @@ constexpr auto check_differentiable_output() {
     return std::false_type{};  // an op inside f failed a check and reported it
   } else if constexpr (HasAux) {
     if constexpr (!is_tuple_like_v<D> || result_count<D>() != 2) {
-      TOWER_DIAGNOSE_FOR(Transform, "with has_aux, f must return an (output, aux) pair",
-                     make_text(Transform, ": with has_aux, f must return an (output, aux) pair, it returns ", type_text<D>()), D);
+      TOWER_DIAGNOSE_FOR(
+          Transform, "with has_aux, f must return an (output, aux) pair",
+          make_text(Transform, ": with has_aux, f must return an (output, aux) pair, it returns ", type_text<D>()), D);
       return std::false_type{};
     } else {
       return check_differentiable_output<Transform, false, std::tuple_element_t<0, D>>();
     }
   } else if constexpr (!is_differentiable_tree_v<D>) {
-    TOWER_DIAGNOSE_FOR(Transform, "f must return tensors or floating-point numbers (or a pytree of them)",
-                   make_text(Transform, ": f must return tensors or floating-point numbers (or a pytree of them), it returns ",
-                             type_text<D>()),
-                   D);
+    TOWER_DIAGNOSE_FOR(
+        Transform, "f must return tensors or floating-point numbers (or a pytree of them)",
+        make_text(Transform, ": f must return tensors or floating-point numbers (or a pytree of them), it returns ",
+                  type_text<D>()),
+        D);
     return std::false_type{};
   } else if constexpr (std::tuple_size_v<typename detail::leaf_types<D>::type> == 0) {
     TOWER_DIAGNOSE_FOR(Transform, "f returns no output to differentiate (an empty pytree)",
-                   make_text(Transform, ": f returns no output to differentiate (", type_text<D>(), ")"), D);
+                       make_text(Transform, ": f returns no output to differentiate (", type_text<D>(), ")"), D);
     return std::false_type{};
   } else {
     return std::true_type{};
@@ -493,8 +546,8 @@ constexpr auto check_cotangent() {
     return std::true_type{};
   } else {
     TOWER_DIAGNOSE("vjp: the cotangent must have the structure of f's output",
-                   make_text("vjp: the cotangent has type ", type_text<C>(), " but the output of f has type ", type_text<Y>(),
-                             "; give one cotangent per output, in the same structure"),
+                   make_text("vjp: the cotangent has type ", type_text<C>(), " but the output of f has type ",
+                             type_text<Y>(), "; give one cotangent per output, in the same structure"),
                    C, Y);
     return std::false_type{};
   }
@@ -502,7 +555,8 @@ constexpr auto check_cotangent() {
 
 // ---- vmap -----------------------------------------------------------------------------------
 
-template <class InDims> inline constexpr std::size_t dims_count_v = std::tuple_size_v<decltype(InDims::dims)>;
+template <class InDims>
+inline constexpr std::size_t dims_count_v = std::tuple_size_v<decltype(InDims::dims)>;
 
 template <class InDims, std::size_t K, class... A>
 constexpr auto check_batchable() {
@@ -524,18 +578,24 @@ constexpr auto check_batchable() {
                        X);
       return std::false_type{};
     } else if constexpr (is_untemplated_struct_v<X>) {
-      TOWER_DIAGNOSE_N(K, "vmap: argument ", " is a Hana struct that is not a template over its leaf type; declare it as template <class T> struct S whose leaves have type T",
-                       "vmap: a Hana struct argument must be a template over its leaf type: template <class T> struct S whose leaves have type T",
-                       make_text("vmap: argument ", K, " has type ", type_text<X>(),
-                                 ", a Hana struct that is not a template over its leaf type; declare it as template <class T> struct ",
-                                 type_text<X>(), " whose leaves have type T, so that transforms can rebuild it with their values"),
-                       X);
+      TOWER_DIAGNOSE_N(
+          K, "vmap: argument ",
+          " is a Hana struct that is not a template over its leaf type; declare it as template <class T> struct S "
+          "whose leaves have type T",
+          "vmap: a Hana struct argument must be a template over its leaf type: template <class T> struct S whose "
+          "leaves have type T",
+          make_text(
+              "vmap: argument ", K, " has type ", type_text<X>(),
+              ", a Hana struct that is not a template over its leaf type; declare it as template <class T> struct ",
+              type_text<X>(), " whose leaves have type T, so that transforms can rebuild it with their values"),
+          X);
       return std::false_type{};
     } else {
-      TOWER_DIAGNOSE("vmap: a batched argument must be a tensor; give other arguments tw::none in in_dims",
-                     make_text("vmap: argument ", K, " has type ", type_text<X>(),
-                               ", which vmap cannot batch (a batched argument must be a tensor); give it tw::none in in_dims"),
-                     X);
+      TOWER_DIAGNOSE(
+          "vmap: a batched argument must be a tensor; give other arguments tw::none in in_dims",
+          make_text("vmap: argument ", K, " has type ", type_text<X>(),
+                    ", which vmap cannot batch (a batched argument must be a tensor); give it tw::none in in_dims"),
+          X);
       return std::false_type{};
     }
   }
@@ -548,7 +608,8 @@ constexpr auto check_vmap_args() {
   if constexpr (n != 0 && n != sizeof...(A)) {
     TOWER_DIAGNOSE_NN(n, sizeof...(A), "vmap: in_dims has ", " entries but f takes ", " arguments",
                       "vmap: in_dims must have one entry per argument of f",
-                      make_text("vmap: in_dims has ", n, " entries but f takes ", sizeof...(A), " arguments"), InDims, A...);
+                      make_text("vmap: in_dims has ", n, " entries but f takes ", sizeof...(A), " arguments"), InDims,
+                      A...);
     return std::false_type{};
   } else {
     return check_batchable<InDims, 0, A...>();
@@ -570,20 +631,22 @@ constexpr auto check_vmap_result() {
   if constexpr (is_failed_v<D>) {
     return std::false_type{};  // an op inside f failed a check and reported it
   } else if constexpr (n > 1 && n != k) {
-    [[maybe_unused]] constexpr diagnostic message = make_text("vmap: out_dims has ", n, " entries but f returns ", k, k == 1 ? " result" : " results");
+    [[maybe_unused]] constexpr diagnostic message =
+        make_text("vmap: out_dims has ", n, " entries but f returns ", k, k == 1 ? " result" : " results");
     if constexpr (k == 1) {
-      TOWER_DIAGNOSE_NN(n, k, "vmap: out_dims has ", " entries but f returns ", " result", "vmap: out_dims must have one entry per result of f",
-                        message, OutDims, D);
+      TOWER_DIAGNOSE_NN(n, k, "vmap: out_dims has ", " entries but f returns ", " result",
+                        "vmap: out_dims must have one entry per result of f", message, OutDims, D);
     } else {
-      TOWER_DIAGNOSE_NN(n, k, "vmap: out_dims has ", " entries but f returns ", " results", "vmap: out_dims must have one entry per result of f",
-                        message, OutDims, D);
+      TOWER_DIAGNOSE_NN(n, k, "vmap: out_dims has ", " entries but f returns ", " results",
+                        "vmap: out_dims must have one entry per result of f", message, OutDims, D);
     }
     return std::false_type{};
   } else if constexpr (!all_results_ok<D>(std::make_index_sequence<k>{})) {
-    TOWER_DIAGNOSE("vmap: f must return tensors or scalars (or a std::tuple of them)",
-                   make_text("vmap: f must return tensors or floating-point scalars (or a std::tuple of them), it returns ",
-                             type_text<D>()),
-                   D);
+    TOWER_DIAGNOSE(
+        "vmap: f must return tensors or scalars (or a std::tuple of them)",
+        make_text("vmap: f must return tensors or floating-point scalars (or a std::tuple of them), it returns ",
+                  type_text<D>()),
+        D);
     return std::false_type{};
   } else {
     return std::true_type{};
@@ -598,10 +661,11 @@ constexpr auto check_element_types() {
   constexpr bool has_float = ((std::is_same_v<base_type_t<A>, tensor<float>>) || ...);
   constexpr bool has_double = ((std::is_same_v<base_type_t<A>, tensor<double>>) || ...);
   if constexpr (has_float && has_double) {
-    TOWER_DIAGNOSE("op: mixes tensor<float> and tensor<double>; convert one so both have the same element type",
-                   make_text("op ", op_name<Op>(), " mixes tower::tensor<float> and tower::tensor<double>",
-                             " (arguments ", type_list<std::remove_cvref_t<A>...>(), "); convert one so both have the same element type"),
-                   Op, A...);
+    TOWER_DIAGNOSE(
+        "op: mixes tensor<float> and tensor<double>; convert one so both have the same element type",
+        make_text("op ", op_name<Op>(), " mixes tower::tensor<float> and tower::tensor<double>", " (arguments ",
+                  type_list<std::remove_cvref_t<A>...>(), "); convert one so both have the same element type"),
+        Op, A...);
     return std::false_type{};
   } else {
     return std::true_type{};
@@ -637,8 +701,12 @@ constexpr auto check_jvp_rule() {
   if constexpr (HasRule) {
     return std::true_type{};
   } else {
-    TOWER_DIAGNOSE("op: has no JVP rule, which forward mode (jvp, jacfwd, hessian) needs; give it a jvp member (the op is named in the requirement)",
-                   make_text("op ", op_name<Op>(), " has no JVP rule, which forward mode (jvp, jacfwd, hessian) needs; give it a jvp member"), Op);
+    TOWER_DIAGNOSE(
+        "op: has no JVP rule, which forward mode (jvp, jacfwd, hessian) needs; give it a jvp member (the op is named "
+        "in the requirement)",
+        make_text("op ", op_name<Op>(),
+                  " has no JVP rule, which forward mode (jvp, jacfwd, hessian) needs; give it a jvp member"),
+        Op);
     return std::false_type{};
   }
 }

@@ -98,20 +98,20 @@ class value {
 
  private:
   std::shared_ptr<const rep> rep_;  // null: an inline one-element plain value
-  double s_ = 0;    // inline: the element
-  int r_ = 0;       // the logical rank (kept here so that batching rules need not walk the layers)
-  int level_ = 0;   // the outer wrapper's level (kept here: dispatch reads it for every argument)
+  double s_ = 0;                    // inline: the element
+  int r_ = 0;                       // the logical rank (kept here so that batching rules need not walk the layers)
+  int level_ = 0;                   // the outer wrapper's level (kept here: dispatch reads it for every argument)
 };
 
 struct value::rep {
-  rep() {}  // user-provided: allocate_shared value-initialises, which would zero all of it first
-  int level = 0;                           // 0: plain
+  rep() {}        // user-provided: allocate_shared value-initialises, which would zero all of it first
+  int level = 0;  // 0: plain
   transform_type key = transform_type::vmap;
-  std::optional<tensor<double>> plain;     // level 0 (a wrapper builds no tensor)
-  value inner{nullptr};                    // wrapper: vmap's physical value or grad's primal
-  std::uint64_t serial = 0;                // the transform call that made the wrapper
-  std::shared_ptr<grad_node> node;         // grad: null for a constant
-  value tangent{nullptr};                  // jvp: the tangent of `inner`
+  std::optional<tensor<double>> plain;  // level 0 (a wrapper builds no tensor)
+  value inner{nullptr};                 // wrapper: vmap's physical value or grad's primal
+  std::uint64_t serial = 0;             // the transform call that made the wrapper
+  std::shared_ptr<grad_node> node;      // grad: null for a constant
+  value tangent{nullptr};               // jvp: the tangent of `inner`
 };
 
 /// A node of the runtime autograd graph (functorch's grad levels use PyTorch autograd). A leaf
@@ -157,7 +157,8 @@ inline value::value(tensor<double> t) {
 inline value::value(std::shared_ptr<const rep> r) : rep_(std::move(r)) {
   if (!rep_) return;
   level_ = rep_->level;
-  r_ = level_ == 0 ? static_cast<int>(rep_->plain->dim()) : rep_->inner.r_ - (rep_->key == transform_type::vmap ? 1 : 0);
+  r_ =
+      level_ == 0 ? static_cast<int>(rep_->plain->dim()) : rep_->inner.r_ - (rep_->key == transform_type::vmap ? 1 : 0);
 }
 
 inline int value::level() const { return level_; }
@@ -198,7 +199,8 @@ inline tensor<double> value::to_tensor() const {
 }
 
 /// Wraps `inner` at a level.
-inline value wrap(transform_type key, int level, std::uint64_t serial, value inner, std::shared_ptr<grad_node> node = {}) {
+inline value wrap(transform_type key, int level, std::uint64_t serial, value inner,
+                  std::shared_ptr<grad_node> node = {}) {
   auto r = std::allocate_shared<value::rep>(tower::detail::pool_allocator<value::rep>());
   r->level = level;
   r->key = key;

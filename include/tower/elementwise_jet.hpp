@@ -34,9 +34,11 @@ auto call_op(const Op& op, const A&... a);  // op.hpp
 
 namespace detail::jets {
 /// One element: value, d/dx_i and d^2/dx_i^2 of its own input x_i.
-template <class T> using element_t = jet2<T, 1>;
+template <class T>
+using element_t = jet2<T, 1>;
 /// A value with n first and n^2 second derivatives.
-template <class T, int N> using dense_t = jet2<T, N>;
+template <class T, int N>
+using dense_t = jet2<T, N>;
 
 /// The element of input i as a value of all n inputs (the first derivatives at both levels and
 /// the second at (i, i); the rest structural zeros).
@@ -79,12 +81,12 @@ struct elementwise_jet {
   detail::jets::dense_t<T, N> operator[](std::size_t i) const { return e[i]; }
 };
 
-
 namespace detail {
 
 /// An op's rule for elementwise_jet arguments, when it has a better one than the dense values'
 /// (sum in reduce.hpp): run(op, a...) gives the result.
-template <class Op> struct jet_rule {};
+template <class Op>
+struct jet_rule {};
 
 namespace jets {
 
@@ -131,7 +133,9 @@ template <class A, class J>
 constexpr bool aligned() {
   using X = std::remove_cvref_t<A>;
   if constexpr (std::is_same_v<X, J> || std::is_arithmetic_v<X>) return true;
-  else if constexpr (is_fixed_v<X>) return fixeds::rank<X>() == 1 && std::is_arithmetic_v<typename X::value_type> && (X::size == J::size || X::size == 1);
+  else if constexpr (is_fixed_v<X>)
+    return fixeds::rank<X>() == 1 && std::is_arithmetic_v<typename X::value_type> &&
+           (X::size == J::size || X::size == 1);
   else return false;
 }
 
@@ -142,9 +146,11 @@ TOWER_ALWAYS_INLINE decltype(auto) lane(const X& x) {
   else return (x);
 }
 
-template <class... A> struct first_jet;
+template <class... A>
+struct first_jet;
 template <class A, class... R>
-struct first_jet<A, R...> : std::conditional_t<is_elementwise_jet_v<A>, std::type_identity<std::remove_cvref_t<A>>, first_jet<R...>> {};
+struct first_jet<A, R...>
+    : std::conditional_t<is_elementwise_jet_v<A>, std::type_identity<std::remove_cvref_t<A>>, first_jet<R...>> {};
 
 /// op element by element (every argument aligned with jets J): each element's jet2<T, 1> through
 /// the op's generic rule (jet2_call, hyper-duals); fixed<bool, N> for a comparison; or, when an
@@ -154,7 +160,8 @@ TOWER_ALWAYS_INLINE auto per_element(const Op& op, const A&... a) {
   using T = typename J::scalar_type;
   constexpr std::size_t N = static_cast<std::size_t>(J::size);
   using E = decltype(call_op(op, lane<0>(a)...));
-  auto at = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) TOWER_INLINE_LAMBDA { return call_op(op, lane<I>(a)...); };
+  auto at = [&]<std::size_t I>(std::integral_constant<std::size_t, I>)
+                TOWER_INLINE_LAMBDA { return call_op(op, lane<I>(a)...); };
   if constexpr (std::is_same_v<E, element_t<T>>) {
     J r;
     [&]<std::size_t... I>(std::index_sequence<I...>) TOWER_INLINE_LAMBDA {

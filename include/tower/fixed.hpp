@@ -52,39 +52,58 @@ struct fixed {
 
 // Values a per-example Hessian hands f (elementwise_jet.hpp, jet2.hpp); declared here so that
 // shape() and the other layers below the ops know them.
-template <class T, int N> struct elementwise_jet;
-template <class T, int N> struct jet2;
-template <class X> struct is_elementwise_jet : std::false_type {};
-template <class T, int N> struct is_elementwise_jet<elementwise_jet<T, N>> : std::true_type {};
-template <class X> inline constexpr bool is_elementwise_jet_v = is_elementwise_jet<std::remove_cvref_t<X>>::value;
-template <class X> struct is_jet2 : std::false_type {};
-template <class T, int N> struct is_jet2<jet2<T, N>> : std::true_type {};
-template <class X> inline constexpr bool is_jet2_v = is_jet2<std::remove_cvref_t<X>>::value;
+template <class T, int N>
+struct elementwise_jet;
+template <class T, int N>
+struct jet2;
+template <class X>
+struct is_elementwise_jet : std::false_type {};
+template <class T, int N>
+struct is_elementwise_jet<elementwise_jet<T, N>> : std::true_type {};
+template <class X>
+inline constexpr bool is_elementwise_jet_v = is_elementwise_jet<std::remove_cvref_t<X>>::value;
+template <class X>
+struct is_jet2 : std::false_type {};
+template <class T, int N>
+struct is_jet2<jet2<T, N>> : std::true_type {};
+template <class X>
+inline constexpr bool is_jet2_v = is_jet2<std::remove_cvref_t<X>>::value;
 
 /// Whether X is a tw::fixed<T, N>.
-template <class X> struct is_fixed : std::false_type {};
-template <class T, int N> struct is_fixed<fixed<T, N>> : std::true_type {};
+template <class X>
+struct is_fixed : std::false_type {};
+template <class T, int N>
+struct is_fixed<fixed<T, N>> : std::true_type {};
 /// Whether X is a tw::fixed (references and const ignored).
 /// \code
 /// static_assert(tw::is_fixed_v<const tw::fixed<double, 3>&> && !tw::is_fixed_v<double>);
 /// \endcode
-template <class X> inline constexpr bool is_fixed_v = is_fixed<std::remove_cvref_t<X>>::value;
+template <class X>
+inline constexpr bool is_fixed_v = is_fixed<std::remove_cvref_t<X>>::value;
 
 namespace detail::fixeds {
 
 /// Rank of a value: a fixed's nesting depth, 0 for anything else.
-template <class X> constexpr int rank() {
+template <class X>
+constexpr int rank() {
   if constexpr (is_fixed_v<X>) return 1 + rank<typename std::remove_cvref_t<X>::value_type>();
   else return 0;
 }
 /// The element under every fixed level.
-template <class X> struct scalar { using type = std::remove_cvref_t<X>; };
-template <class T, int N> struct scalar<fixed<T, N>> : scalar<T> {};
-template <class X> using scalar_t = typename scalar<std::remove_cvref_t<X>>::type;
+template <class X>
+struct scalar {
+  using type = std::remove_cvref_t<X>;
+};
+template <class T, int N>
+struct scalar<fixed<T, N>> : scalar<T> {};
+template <class X>
+using scalar_t = typename scalar<std::remove_cvref_t<X>>::type;
 
 /// Number of elements.
-template <class X> constexpr std::int64_t numel() {
-  if constexpr (is_fixed_v<X>) return std::remove_cvref_t<X>::size * numel<typename std::remove_cvref_t<X>::value_type>();
+template <class X>
+constexpr std::int64_t numel() {
+  if constexpr (is_fixed_v<X>)
+    return std::remove_cvref_t<X>::size * numel<typename std::remove_cvref_t<X>::value_type>();
   else return 1;
 }
 
@@ -99,7 +118,8 @@ void append_shape(shape_t& s) {
 /// Calls f(element) on every element in row-major order.
 template <class X, class F>
 TOWER_ALWAYS_INLINE constexpr void for_each(const X& x, F&& f) {
-  if constexpr (is_fixed_v<X>) for (const auto& y : x.e) for_each(y, f);
+  if constexpr (is_fixed_v<X>)
+    for (const auto& y : x.e) for_each(y, f);
   else f(x);
 }
 
@@ -129,7 +149,7 @@ TOWER_ALWAYS_INLINE constexpr auto generate(const G& g) {
     using E = typename X::value_type;
     return [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
       using R = decltype(generate<E, G, Offset>(g));
-      return fixed<R, X::size>{{generate<E, G, Offset + J * static_cast<std::size_t>(numel<E>())>(g)...}};
+      return fixed<R, X::size>{{generate<E, G, Offset + J* static_cast<std::size_t>(numel<E>())>(g)...}};
     }(std::make_index_sequence<static_cast<std::size_t>(X::size)>{});
   } else {
     return g(std::integral_constant<std::size_t, Offset>{});
@@ -161,9 +181,11 @@ template <class X, class T>
   requires is_fixed_v<X>
 X to_fixed(const tensor<T>& x) {
   if (x.shape() != fixed_shape<X>())
-    throw error("to_fixed: expected a tensor of shape " + detail::shape_str(fixed_shape<X>()) + ", got " + detail::shape_str(x.shape()));
+    throw error("to_fixed: expected a tensor of shape " + detail::shape_str(fixed_shape<X>()) + ", got " +
+                detail::shape_str(x.shape()));
   const T* p = x.data();
-  return detail::fixeds::generate<X>([&](auto k) TOWER_INLINE_LAMBDA { return static_cast<detail::fixeds::scalar_t<X>>(p[decltype(k)::value]); });
+  return detail::fixeds::generate<X>(
+      [&](auto k) TOWER_INLINE_LAMBDA { return static_cast<detail::fixeds::scalar_t<X>>(p[decltype(k)::value]); });
 }
 
 }  // namespace tower

@@ -24,17 +24,19 @@ auto call_op(const Op& op, const A&... a);  // op.hpp
 namespace detail {
 
 /// An op's rule for fixed arguments: run(op, a...) gives the result.
-template <class Op> struct fixed_rule {};
+template <class Op>
+struct fixed_rule {};
 
 namespace fixeds {
 
 /// A value an elementwise op on fixed values accepts: a number, a scalar_dual, a fixed, or a
 /// transform's value of a number (a fixed built inside f from numbers it was given).
 template <class X>
-inline constexpr bool element_like_v = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_scalar_dual_v<X> || is_jet2_v<X> || is_fixed_v<X> ||
-                                       (is_static_wrapper_v<X> && is_scalar_type_v<X>);
+inline constexpr bool element_like_v = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_scalar_dual_v<X> ||
+                                       is_jet2_v<X> || is_fixed_v<X> || (is_static_wrapper_v<X> && is_scalar_type_v<X>);
 
-template <class X> constexpr int size() {
+template <class X>
+constexpr int size() {
   if constexpr (is_fixed_v<X>) return std::remove_cvref_t<X>::size;
   else return 1;
 }
@@ -53,8 +55,9 @@ template <int R, class... A>
 constexpr int common_size() {
   int n = 1;
   bool ok = true;
-  ((rank<A>() == R && size<A>() != 1 ? (n == 1 || n == size<A>() ? static_cast<void>(n = size<A>()) : static_cast<void>(ok = false))
-                                     : static_cast<void>(0)),
+  ((rank<A>() == R && size<A>() != 1
+        ? (n == 1 || n == size<A>() ? static_cast<void>(n = size<A>()) : static_cast<void>(ok = false))
+        : static_cast<void>(0)),
    ...);
   return ok ? n : -1;
 }
@@ -72,7 +75,8 @@ TOWER_ALWAYS_INLINE auto elementwise(const Op& op, const A&... a) {
   if constexpr (N <= 0 || is_dual_unsupported_v<E> || !std::is_same_v<E, std::remove_cvref_t<E>>) {
     return dual_unsupported{};
   } else {
-    auto at = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) TOWER_INLINE_LAMBDA { return call_op(op, element<R, J>(a)...); };
+    auto at = [&]<std::size_t J>(std::integral_constant<std::size_t, J>)
+                  TOWER_INLINE_LAMBDA { return call_op(op, element<R, J>(a)...); };
     return [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
       return fixed<E, N>{{at(std::integral_constant<std::size_t, J>{})...}};
     }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
@@ -93,7 +97,8 @@ template <class Op, class... A>
 TOWER_ALWAYS_INLINE auto fixed_call(const Op& op, const A&... a) {
   if constexpr (!(fixeds::element_like_v<A> && ...)) {
     // Mixed with a tensor or a transform's tensor: a fixed of numbers is a tensor to it.
-    if constexpr (((!is_fixed_v<A> || std::is_arithmetic_v<fixeds::scalar_t<A>>) && ...)) return call_op(op, fixeds::tensor_if_fixed(a)...);
+    if constexpr (((!is_fixed_v<A> || std::is_arithmetic_v<fixeds::scalar_t<A>>) && ...))
+      return call_op(op, fixeds::tensor_if_fixed(a)...);
     else return dual_unsupported{};
   } else if constexpr (requires { fixed_rule<Op>::run(op, a...); }) return fixed_rule<Op>::run(op, a...);
   else if constexpr (is_elementwise_v<Op> && (fixeds::element_like_v<A> && ...)) return fixeds::elementwise(op, a...);

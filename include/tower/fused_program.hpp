@@ -104,9 +104,12 @@ struct times {
 /// specialising arith_of (dsl/pointwise.hpp): finish() then runs an instruction whose result
 /// only one later instruction reads inside that one, one pass over the lanes and one store fewer.
 enum class arith : unsigned char { none, add, sub, mul, div, neg };
-template <class Op> inline constexpr arith arith_of = arith::none;
-template <> inline constexpr arith arith_of<plus> = arith::add;
-template <> inline constexpr arith arith_of<times> = arith::mul;
+template <class Op>
+inline constexpr arith arith_of = arith::none;
+template <>
+inline constexpr arith arith_of<plus> = arith::add;
+template <>
+inline constexpr arith arith_of<times> = arith::mul;
 
 /// How many operands the operation takes.
 constexpr int arity_of(arith a) { return a == arith::neg ? 1 : 2; }
@@ -203,7 +206,8 @@ class program {
       return emit(kernel_of<Op, N>(), op, {in[I]...}, std::is_empty_v<Op>, Op::name);
     }(std::make_index_sequence<N>{});
     if constexpr (arith_of<Op> != arith::none) {
-      static_assert(arity_of(arith_of<Op>) == static_cast<int>(N), "fusion: arith_of gives an operation of another arity");
+      static_assert(arity_of(arith_of<Op>) == static_cast<int>(N),
+                    "fusion: arith_of gives an operation of another arity");
       const reg& g = regs_[static_cast<std::size_t>(r)];
       if (g.k == kind::computed) code_[static_cast<std::size_t>(g.def)].a = arith_of<Op>;
     }
@@ -268,7 +272,8 @@ class program {
       if (!runs[i]) continue;
       const int at = static_cast<int>(live_.size());
       live_.push_back(code[i]);
-      for (int j = 0; j < code[i].arity; ++j) last[static_cast<std::size_t>(code[i].in[static_cast<std::size_t>(j)])] = at;
+      for (int j = 0; j < code[i].arity; ++j)
+        last[static_cast<std::size_t>(code[i].in[static_cast<std::size_t>(j)])] = at;
     }
     for (const auto& o : outputs_)
       for (int r : o) last[static_cast<std::size_t>(r)] = forever;
@@ -292,7 +297,8 @@ class program {
       buffer_of_[r] = b;
       if (regs_[r].k == kind::constant) constant_buffers_.push_back({b, regs_[r].value});
       else loads_.push_back({b, regs_[r].arg, regs_[r].element});
-      if (regs_[r].k == kind::input && last[r] >= 0 && last[r] != forever) dies_at[static_cast<std::size_t>(last[r])].push_back(b);
+      if (regs_[r].k == kind::input && last[r] >= 0 && last[r] != forever)
+        dies_at[static_cast<std::size_t>(last[r])].push_back(b);
     }
     for (std::size_t i = 0; i < live_.size(); ++i) {
       instruction& ins = live_[i];
@@ -331,7 +337,9 @@ class program {
     std::vector<step> steps;
     for (const instruction& ins : live_) {
       step& st = steps.emplace_back(step{ins.run, ins.op, buf(buffer_of_[static_cast<std::size_t>(ins.out)]), {}});
-      for (int j = 0; j < ins.arity; ++j) st.in[static_cast<std::size_t>(j)] = buf(buffer_of_[static_cast<std::size_t>(ins.in[static_cast<std::size_t>(j)])]);
+      for (int j = 0; j < ins.arity; ++j)
+        st.in[static_cast<std::size_t>(j)] =
+            buf(buffer_of_[static_cast<std::size_t>(ins.in[static_cast<std::size_t>(j)])]);
     }
     // Per argument, the buffers its elements load into; per output, the buffers it stores from.
     std::vector<std::vector<std::pair<double*, std::int64_t>>> loads(inputs.size());
@@ -358,7 +366,8 @@ class program {
         if (!rows_to_lanes(src, stride, loads[a], n))
           for (std::size_t k = 0; k < n; ++k, src += stride)
             for (const auto& [dst, element] : loads[a]) dst[k] = src[element];
-        for (const auto& [dst, element] : loads[a]) std::fill(dst + n, dst + K, 1.0);  // a short last block: lanes every op is defined at
+        for (const auto& [dst, element] : loads[a])
+          std::fill(dst + n, dst + K, 1.0);  // a short last block: lanes every op is defined at
       }
       // The next block's rows, fetched a few cache lines per instruction so that memory works
       // while this block computes (in one burst they stall; unaided, memory idles during the
@@ -369,7 +378,8 @@ class program {
         for (std::size_t a = 0; a < loads.size(); ++a)
           if (!loads[a].empty()) ahead.add(inputs[a] + next * numel[a], m * numel[a]);
         for (std::size_t o = 0; o < stores.size() && !stream; ++o)
-          ahead.add(outputs[o] + next * static_cast<std::int64_t>(stores[o].size()), m * static_cast<std::int64_t>(stores[o].size()));
+          ahead.add(outputs[o] + next * static_cast<std::int64_t>(stores[o].size()),
+                    m * static_cast<std::int64_t>(stores[o].size()));
       }
       const std::size_t per = steps.empty() ? 0 : (ahead.lines() + steps.size() - 1) / steps.size();
       for (const step& st : steps) {
@@ -427,8 +437,8 @@ class program {
 
   /// Rows of up to 8 numbers, all loaded, to lanes (and back) with the row width known to the
   /// compiler: the common case, shuffled in packets (kernels/rows_lanes.hpp). False: not that case.
-  static bool rows_to_lanes(const double* src, std::int64_t stride, const std::vector<std::pair<double*, std::int64_t>>& to,
-                            std::size_t n) {
+  static bool rows_to_lanes(const double* src, std::int64_t stride,
+                            const std::vector<std::pair<double*, std::int64_t>>& to, std::size_t n) {
     if (static_cast<std::int64_t>(to.size()) != stride || stride > 8) return false;
     for (std::size_t e = 0; e < to.size(); ++e)
       if (to[e].second != static_cast<std::int64_t>(e)) return false;
@@ -438,7 +448,8 @@ class program {
   }
   static bool lanes_to_rows(const std::vector<const double*>& from, double* dst, std::size_t n, bool stream) {
     if (from.size() > 8) return false;
-    return with_width(static_cast<std::int64_t>(from.size()), [&]<int W>() { kernels::lanes_to_rows<W>(from.data(), dst, n, stream); });
+    return with_width(static_cast<std::int64_t>(from.size()),
+                      [&]<int W>() { kernels::lanes_to_rows<W>(from.data(), dst, n, stream); });
   }
   /// body.template operator()<W>() for W = w in [1, 8].
   template <class Body>
@@ -463,11 +474,11 @@ class program {
     std::array<int, 3> in;
     int arity;
     const char* name;
-    arith a = arith::none;  // a two-operand arithmetic instruction
+    arith a = arith::none;         // a two-operand arithmetic instruction
     const char* second = nullptr;  // a pair: the second operation's name
-    int pos = 0;                    // a pair: which operand of the second the first gives
-    int split = 0;                  // a pair: how many operands the first takes
-    int second_arity = 0;           // a pair: how many operands the second takes
+    int pos = 0;                   // a pair: which operand of the second the first gives
+    int split = 0;                 // a pair: how many operands the first takes
+    int second_arity = 0;          // a pair: how many operands the second takes
   };
   struct load {
     int buffer, arg;
@@ -497,7 +508,8 @@ class program {
       if (is(in[1], 0.0)) return in[0];
     } else if constexpr (A == arith::neg) {
       const reg& g = regs_[static_cast<std::size_t>(in[0])];
-      if (g.k == kind::computed && code_[static_cast<std::size_t>(g.def)].a == arith::neg) return code_[static_cast<std::size_t>(g.def)].in[0];
+      if (g.k == kind::computed && code_[static_cast<std::size_t>(g.def)].a == arith::neg)
+        return code_[static_cast<std::size_t>(g.def)].in[0];
     }
     return -1;
   }
@@ -522,7 +534,8 @@ class program {
     std::vector<int> uses(regs_.size(), 0);
     for (std::size_t i = 0; i < code.size(); ++i)
       if (runs[i])
-        for (int j = 0; j < code[i].arity; ++j) ++uses[static_cast<std::size_t>(code[i].in[static_cast<std::size_t>(j)])];
+        for (int j = 0; j < code[i].arity; ++j)
+          ++uses[static_cast<std::size_t>(code[i].in[static_cast<std::size_t>(j)])];
     for (const auto& o : outputs_)
       for (int r : o) uses[static_cast<std::size_t>(r)] += 2;
     for (std::size_t j = 0; j < code.size(); ++j) {
@@ -538,10 +551,20 @@ class program {
         const instruction& p = code[i];
         if (!runs[i] || p.a == arith::none || p.second) continue;
         const int at = square ? 2 : pos;
-        instruction pair{pair_kernel(p.a, c.a, at), nullptr, c.out, {p.in[0], -1, -1}, 1, p.name, arith::none, c.name, at,
-                         arity_of(p.a), second_arity};
+        instruction pair{pair_kernel(p.a, c.a, at),
+                         nullptr,
+                         c.out,
+                         {p.in[0], -1, -1},
+                         1,
+                         p.name,
+                         arith::none,
+                         c.name,
+                         at,
+                         arity_of(p.a),
+                         second_arity};
         if (pair.split == 2) pair.in[static_cast<std::size_t>(pair.arity++)] = p.in[1];
-        if (second_arity == 2 && !square) pair.in[static_cast<std::size_t>(pair.arity++)] = c.in[static_cast<std::size_t>(1 - pos)];
+        if (second_arity == 2 && !square)
+          pair.in[static_cast<std::size_t>(pair.arity++)] = c.in[static_cast<std::size_t>(1 - pos)];
         c = pair;
         runs[i] = 0;
         break;

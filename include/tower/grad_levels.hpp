@@ -11,10 +11,13 @@
 namespace tower::detail {
 
 /// By type: a tensor, or grad_value of grad_value ... of a tensor.
-template <class X> struct grad_levels_only : std::bool_constant<is_tensor_v<X>> {};
-template <class P, int L, class... Adj> struct grad_levels_only<grad_value<P, L, Adj...>> : grad_levels_only<P> {};
+template <class X>
+struct grad_levels_only : std::bool_constant<is_tensor_v<X>> {};
+template <class P, int L, class... Adj>
+struct grad_levels_only<grad_value<P, L, Adj...>> : grad_levels_only<P> {};
 /// ... with at least one grad level.
-template <class X> inline constexpr bool is_grad_wrapped_v = !is_tensor_v<X> && grad_levels_only<std::remove_cvref_t<X>>::value;
+template <class X>
+inline constexpr bool is_grad_wrapped_v = !is_tensor_v<X> && grad_levels_only<std::remove_cvref_t<X>>::value;
 
 /// At run time, for a runtime value: its number of levels when all are grad levels (0: plain),
 /// else -1.

@@ -12,8 +12,8 @@ namespace tower {
 namespace detail {
 struct grad_mode_state {
   bool enabled = true;
-  int no_grad_below = 0;  // grad levels below this do not record
-  bool fwd_enabled = true;     // forward-mode (jvp) counterpart
+  int no_grad_below = 0;    // grad levels below this do not record
+  bool fwd_enabled = true;  // forward-mode (jvp) counterpart
   int no_fwd_grad_below = 0;
 };
 inline grad_mode_state& grad_mode() {
@@ -55,7 +55,9 @@ class no_fwd_grad {
 /// RAII: sets grad mode for a scope and restores it on exit, exceptions included.
 class grad_mode_guard {
  public:
-  explicit grad_mode_guard(bool enabled) : saved_(detail::grad_mode().enabled) { detail::grad_mode().enabled = enabled; }
+  explicit grad_mode_guard(bool enabled) : saved_(detail::grad_mode().enabled) {
+    detail::grad_mode().enabled = enabled;
+  }
   ~grad_mode_guard() { detail::grad_mode().enabled = saved_; }
   grad_mode_guard(const grad_mode_guard&) = delete;
   grad_mode_guard& operator=(const grad_mode_guard&) = delete;

@@ -22,12 +22,12 @@ enum class randomness_kind : int { error = 0, same = 1, different = 2 };
 struct interpreter_entry {
   transform_type key;
   int level;
-  std::uint64_t serial;          // unique per transform call in the process: wrappers carry it
-  std::int64_t batch_size = 0;   // vmap
+  std::uint64_t serial;                                 // unique per transform call in the process: wrappers carry it
+  std::int64_t batch_size = 0;                          // vmap
   randomness_kind randomness = randomness_kind::error;  // vmap
-  bool prev_grad_mode = true;    // grad: the grad mode in force when it was entered
-  bool prev_fwd_grad_mode = true;  // jvp
-  void* state = nullptr;         // per-transform runtime state (the grad tape)
+  bool prev_grad_mode = true;                           // grad: the grad mode in force when it was entered
+  bool prev_fwd_grad_mode = true;                       // jvp
+  void* state = nullptr;                                // per-transform runtime state (the grad tape)
 };
 
 namespace detail {
@@ -56,7 +56,9 @@ inline std::uint64_t next_serial(interpreter_stack_state& s) {
 }  // namespace detail
 
 /// The live entries, bottom to top.
-inline const std::vector<interpreter_entry*>& interpreter_stack_entries() { return detail::interpreter_stack().entries; }
+inline const std::vector<interpreter_entry*>& interpreter_stack_entries() {
+  return detail::interpreter_stack().entries;
+}
 
 /// The number of live transforms on this thread's runtime interpreter stack (0 outside any).
 inline std::size_t interpreter_stack_depth() { return detail::interpreter_stack().entries.size(); }

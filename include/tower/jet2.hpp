@@ -30,18 +30,19 @@ struct jet2 {
   using value_type = T;
   static constexpr int inputs = N;
   T v;
-  std::array<T, static_cast<std::size_t>(N)> g;      // d v / d x_i
-  std::array<T, static_cast<std::size_t>(N * N)> h;  // d^2 v / d x_i d x_j, row-major
+  std::array<T, static_cast<std::size_t>(N)> g;     // d v / d x_i
+  std::array<T, static_cast<std::size_t>(N* N)> h;  // d^2 v / d x_i d x_j, row-major
 };
 
-
 // A jet2 is a scalar at every level (is_scalar_type_v): shape rules treat it as a number.
-template <class T, int N> struct base_type<jet2<T, N>> : base_type<T> {};
+template <class T, int N>
+struct base_type<jet2<T, N>> : base_type<T> {};
 
 namespace detail {
 
 namespace jet2s {
-template <class... A> struct first;
+template <class... A>
+struct first;
 template <class A, class... R>
 struct first<A, R...> : std::conditional_t<is_jet2_v<A>, std::type_identity<std::remove_cvref_t<A>>, first<R...>> {};
 
@@ -108,7 +109,8 @@ TOWER_ALWAYS_INLINE J chain(const Op& op, const A&... a) {
   } else {
     const O out = run();
     r.v = out.v.v;
-    auto jet = [&]<std::size_t c>(std::integral_constant<std::size_t, c>) TOWER_INLINE_LAMBDA -> const J& { return std::get<carried.first[c]>(args); };
+    auto jet = [&]<std::size_t c>(std::integral_constant<std::size_t, c>)
+                   TOWER_INLINE_LAMBDA -> const J& { return std::get<carried.first[c]>(args); };
     // The terms that are not structural zeros: first order phi_c (g_c, H_c), second order
     // phi_cd g_c g_d^T.
     std::array<const J*, C> x1{};

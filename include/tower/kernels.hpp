@@ -61,27 +61,26 @@ void append_generated(std::int64_t n, F&& f, std::vector<T, Alloc>&... outs) {
   auto put = [&]<std::size_t... K>(std::index_sequence<K...>, const auto& r, auto&& store) {
     if constexpr (sizeof...(T) == 1 && !requires { std::tuple_size<std::remove_cvref_t<decltype(r)>>::value; })
       (store(std::integral_constant<std::size_t, K>{}, r), ...);
-    else
-      (store(std::integral_constant<std::size_t, K>{}, std::get<K>(r)), ...);
+    else (store(std::integral_constant<std::size_t, K>{}, std::get<K>(r)), ...);
   };
   constexpr auto ks = std::index_sequence_for<T...>{};
   (outs.reserve(outs.size() + static_cast<std::size_t>(n)), ...);
   std::tuple<std::array<T, block>...> buf;
   std::int64_t i = 0;
   for (; i + block <= n; i += block) {
-TOWER_NO_ALIAS_LOOP
+    TOWER_NO_ALIAS_LOOP
     for (std::int64_t j = 0; j < block; ++j)
       put(ks, f(i + j), [&](auto k, const auto& v) {
-        std::get<decltype(k)::value>(buf)[static_cast<std::size_t>(j)] = static_cast<std::tuple_element_t<decltype(k)::value, std::tuple<T...>>>(v);
+        std::get<decltype(k)::value>(buf)[static_cast<std::size_t>(j)] =
+            static_cast<std::tuple_element_t<decltype(k)::value, std::tuple<T...>>>(v);
       });
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (append_copy(outs, std::get<K>(buf).data(), block), ...);
-    }(ks);
+    [&]<std::size_t... K>(std::index_sequence<K...>) { (append_copy(outs, std::get<K>(buf).data(), block), ...); }(ks);
   }
   for (; i < n; ++i) {
     auto outs_t = std::forward_as_tuple(outs...);
     put(ks, f(i), [&](auto k, const auto& v) {
-      std::get<decltype(k)::value>(outs_t).push_back(static_cast<std::tuple_element_t<decltype(k)::value, std::tuple<T...>>>(v));
+      std::get<decltype(k)::value>(outs_t).push_back(
+          static_cast<std::tuple_element_t<decltype(k)::value, std::tuple<T...>>>(v));
     });
   }
 }
@@ -94,18 +93,27 @@ buffer<T> generate(std::int64_t n, F&& f) {
   return out;
 }
 
-template <class X> inline constexpr bool is_plain_scalar_v = std::is_floating_point_v<std::remove_cvref_t<X>>;
-template <class X> inline constexpr bool is_plain_v = is_plain_scalar_v<X> || is_tensor_v<X>;
+template <class X>
+inline constexpr bool is_plain_scalar_v = std::is_floating_point_v<std::remove_cvref_t<X>>;
+template <class X>
+inline constexpr bool is_plain_v = is_plain_scalar_v<X> || is_tensor_v<X>;
 
-template <class X> struct element_of { using type = std::remove_cvref_t<X>; };
-template <class T> struct element_of<tensor<T>> { using type = T; };
-template <class X> using element_t = typename element_of<std::remove_cvref_t<X>>::type;
+template <class X>
+struct element_of {
+  using type = std::remove_cvref_t<X>;
+};
+template <class T>
+struct element_of<tensor<T>> {
+  using type = T;
+};
+template <class X>
+using element_t = typename element_of<std::remove_cvref_t<X>>::type;
 
 /// Element type of a binary op's result: a tensor's type wins over a bare scalar's.
 template <class A, class B>
-using common_element_t = std::conditional_t<is_tensor_v<A>, element_t<A>,
-                                            std::conditional_t<is_tensor_v<B>, element_t<B>,
-                                                               std::common_type_t<element_t<A>, element_t<B>>>>;
+using common_element_t = std::conditional_t<
+    is_tensor_v<A>, element_t<A>,
+    std::conditional_t<is_tensor_v<B>, element_t<B>, std::common_type_t<element_t<A>, element_t<B>>>>;
 
 template <class X>
 shape_t shape_of(const X& x) {
@@ -154,8 +162,7 @@ inline shape_t broadcast_strides(const shape_t& in, const shape_t& out) {
 /// Independent: every call writes its own output element and reads only the inputs (no
 /// reduction into one slot), so the inner loop may be vectorised without an alias check.
 template <bool Independent = false, class Body>
-void for_each_broadcast(const shape_t& out_full, const shape_t& sa_full,
-                        const shape_t& sb_full, Body&& body) {
+void for_each_broadcast(const shape_t& out_full, const shape_t& sa_full, const shape_t& sb_full, Body&& body) {
   const std::int64_t n = numel_of(out_full);
   if (n == 0) return;
   shape_t out;
@@ -194,9 +201,9 @@ void for_each_broadcast(const shape_t& out_full, const shape_t& sa_full,
           // Blocks of a fixed count: -O2's cost model vectorises only a loop whose trip count
           // is a known multiple of the vector width.
           std::int64_t j = 0;
-TOWER_LOOP_OF_BLOCKS
+          TOWER_LOOP_OF_BLOCKS
           for (; j + 8 <= inner; j += 8) {
-TOWER_NO_ALIAS_BLOCK
+            TOWER_NO_ALIAS_BLOCK
             for (std::int64_t u = 0; u < 8; ++u) body(o + j + u, pa + (j + u) * ka, pb + (j + u) * kb);
           }
           for (; j < inner; ++j) body(o + j, pa + j * ka, pb + j * kb);
@@ -205,7 +212,11 @@ TOWER_NO_ALIAS_BLOCK
         }
       }
       for (std::size_t k = outer; k-- > 0;) {
-        if (++idx[k] < out[k]) { oa += sa[k]; ob += sb[k]; break; }
+        if (++idx[k] < out[k]) {
+          oa += sa[k];
+          ob += sb[k];
+          break;
+        }
         oa -= sa[k] * (out[k] - 1);
         ob -= sb[k] * (out[k] - 1);
         idx[k] = 0;
@@ -269,7 +280,7 @@ bool all_finite(const T* p, std::int64_t n) {
   using U = bits_of<T>;
   U acc[8] = {};
   std::int64_t i = 0;
-TOWER_LOOP_OF_BLOCKS
+  TOWER_LOOP_OF_BLOCKS
   for (; i + 8 <= n; i += 8)
     for (std::int64_t u = 0; u < 8; ++u) acc[u] |= std::bit_cast<U>(p[i + u] - p[i + u]);
   for (; i < n; ++i) acc[0] |= std::bit_cast<U>(p[i] - p[i]);
@@ -357,9 +368,8 @@ auto sum(const X& x, shape_t dims, bool keepdim) {
     } else {
       // Accumulate each input element into its output slot: the output is "kept" broadcast to "in".
       const auto so = broadcast_strides(kept, in);
-      for_each_broadcast(in, so, so, [&](std::int64_t i, std::int64_t o, std::int64_t) {
-        out[static_cast<std::size_t>(o)] += p[i];
-      });
+      for_each_broadcast(
+          in, so, so, [&](std::int64_t i, std::int64_t o, std::int64_t) { out[static_cast<std::size_t>(o)] += p[i]; });
     }
     shape_t res;
     for (std::size_t k = 0; k < in.size(); ++k) {
@@ -387,7 +397,8 @@ auto broadcast_to(const X& x, const shape_t& s) {
     while (lead < in.size() && in[lead] == 1) ++lead;
     const shape_t core(in.begin() + static_cast<std::ptrdiff_t>(lead), in.end());
     const std::int64_t m = t.numel(), n = numel_of(s);
-    if (m > 0 && core.size() <= s.size() && std::equal(core.begin(), core.end(), s.end() - static_cast<std::ptrdiff_t>(core.size()))) {
+    if (m > 0 && core.size() <= s.size() &&
+        std::equal(core.begin(), core.end(), s.end() - static_cast<std::ptrdiff_t>(core.size()))) {
       buffer<T> out;
       out.reserve(static_cast<std::size_t>(n));
       for (std::int64_t r = 0; r < n / m; ++r) append_copy(out, p, static_cast<std::size_t>(m));
@@ -409,7 +420,8 @@ auto broadcast_to(const X& x, const shape_t& s) {
   }
   buffer<T> out(static_cast<std::size_t>(numel_of(s)));
   const auto st = broadcast_strides(in, s);
-  for_each_broadcast<true>(s, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { out[static_cast<std::size_t>(i)] = p[o]; });
+  for_each_broadcast<true>(
+      s, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { out[static_cast<std::size_t>(i)] = p[o]; });
   return tensor<T>(s, std::move(out));
 }
 
@@ -453,16 +465,20 @@ tensor<T> movedim(const tensor<T>& x, std::int64_t src, std::int64_t dst) {
     if (k != src) perm.push_back(k);
   perm.insert(perm.begin() + dst, src);
   shape_t out(static_cast<std::size_t>(r));
-  for (std::int64_t k = 0; k < r; ++k) out[static_cast<std::size_t>(k)] = x.shape()[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
+  for (std::int64_t k = 0; k < r; ++k)
+    out[static_cast<std::size_t>(k)] = x.shape()[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
   // Stride of each output dim in the input.
   shape_t in_st(static_cast<std::size_t>(r), 1), st(static_cast<std::size_t>(r));
   for (std::int64_t k = r - 1; k > 0; --k)
-    in_st[static_cast<std::size_t>(k - 1)] = in_st[static_cast<std::size_t>(k)] * x.shape()[static_cast<std::size_t>(k)];
-  for (std::int64_t k = 0; k < r; ++k) st[static_cast<std::size_t>(k)] = in_st[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
+    in_st[static_cast<std::size_t>(k - 1)] =
+        in_st[static_cast<std::size_t>(k)] * x.shape()[static_cast<std::size_t>(k)];
+  for (std::int64_t k = 0; k < r; ++k)
+    st[static_cast<std::size_t>(k)] = in_st[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
   buffer<T> data(static_cast<std::size_t>(x.numel()));
   const T* p = x.data();
   if (!permute_as_transposes(p, x.shape(), perm, data.data()))
-    for_each_broadcast<true>(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
+    for_each_broadcast<true>(
+        out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
   return tensor<T>(out, std::move(data));
 }
 

@@ -68,7 +68,9 @@ tensor<T> new_output(shape_t s, std::int64_t n, T*& p) {
 template <class T, loan_kind K = loan_kind::output>
 class lend_output {
  public:
-  explicit lend_output(tensor<T>& rows) : saved_(std::exchange(lent_output_slot<T, K>(), &rows)) { open_loans.fetch_add(1); }
+  explicit lend_output(tensor<T>& rows) : saved_(std::exchange(lent_output_slot<T, K>(), &rows)) {
+    open_loans.fetch_add(1);
+  }
   ~lend_output() {
     lent_output_slot<T, K>() = saved_;
     open_loans.fetch_sub(1);

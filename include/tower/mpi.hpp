@@ -49,7 +49,8 @@ inline axis_frame open_axis(MPI_Comm comm) {
   int ok = 0, done = 0;
   MPI_Initialized(&ok);
   MPI_Finalized(&done);
-  if (!ok || done) throw error("pmap: MPI is not initialised (call MPI_Init before calling a tw::pmap, MPI_Finalize after the last)");
+  if (!ok || done)
+    throw error("pmap: MPI is not initialised (call MPI_Init before calling a tw::pmap, MPI_Finalize after the last)");
   if (comm == MPI_COMM_NULL) throw error("pmap: the communicator is MPI_COMM_NULL");
   axis_frame a{comm, 0, 1, false, {}};
   check_mpi(MPI_Comm_rank(comm, &a.rank), "MPI_Comm_rank");
@@ -73,7 +74,10 @@ template <class F>
 struct rank_vjp {
   F f;
   using wrapped_function = F;
-  template <class C, class... X> auto operator()(const C& ct, const X&... x) const { return tower::vjp(f, x...).second(ct); }
+  template <class C, class... X>
+  auto operator()(const C& ct, const X&... x) const {
+    return tower::vjp(f, x...).second(ct);
+  }
 };
 
 }  // namespace detail::mpi
@@ -101,8 +105,12 @@ struct pmap_transform {
     static constexpr const char* name = "pmap";
     F f;
     MPI_Comm comm;
-    template <class... X> auto base(const X&... x) const { return pmap_transform{f, comm}.run(x...); }
-    template <class G, class O, class... X> auto vjp(const G& g, const O&, const X&... x) const {
+    template <class... X>
+    auto base(const X&... x) const {
+      return pmap_transform{f, comm}.run(x...);
+    }
+    template <class G, class O, class... X>
+    auto vjp(const G& g, const O&, const X&... x) const {
       return pmap_transform<detail::mpi::rank_vjp<F>>{{f}, comm}.run(g, x...);
     }
   };
@@ -115,16 +123,23 @@ struct pmap_transform {
   static constexpr bool records_op() {
     if constexpr (detail::may_capture_values<F>()) return false;
     else if constexpr ((is_dyn_v<A> && ...)) return true;
-    else if constexpr (!(detail::is_grad_wrapped_v<A> || ...) || !((is_tensor_v<A> || detail::is_grad_wrapped_v<A>) && ...)) return false;
-    else if constexpr (!is_tensor_v<decltype(std::declval<const F&>()(std::declval<const typename base_type<A>::type&>()...))>) return false;
-    else return std::is_same_v<decltype(call_op(std::declval<const op&>(), std::declval<const A&>()...)), decltype(std::declval<const F&>()(std::declval<const A&>()...))>;
+    else if constexpr (!(detail::is_grad_wrapped_v<A> || ...) ||
+                       !((is_tensor_v<A> || detail::is_grad_wrapped_v<A>) && ...))
+      return false;
+    else if constexpr (!is_tensor_v<decltype(std::declval<const F&>()(
+                           std::declval<const typename base_type<A>::type&>()...))>)
+      return false;
+    else
+      return std::is_same_v<decltype(call_op(std::declval<const op&>(), std::declval<const A&>()...)),
+                            decltype(std::declval<const F&>()(std::declval<const A&>()...))>;
   }
   template <class... A>
   static bool records_now(const A&... a) {
     if constexpr ((is_dyn_v<A> && ...)) {
       // Every argument plain or wrapped by grad levels only, and one at least wrapped.
       const int levels[] = {detail::grad_levels_now(a)...};
-      return std::ranges::none_of(levels, [](int n) { return n < 0; }) && std::ranges::any_of(levels, [](int n) { return n > 0; });
+      return std::ranges::none_of(levels, [](int n) { return n < 0; }) &&
+             std::ranges::any_of(levels, [](int n) { return n > 0; });
     } else {
       return true;  // by type
     }

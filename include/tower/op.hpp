@@ -21,15 +21,15 @@ namespace tower {
 /// (diagnostics::failed, the result of an op whose static check failed, passes through every op
 /// silently, so the user sees one error, not one per later op.)
 template <class X>
-concept operand = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X> ||
-                  diagnostics::is_failed_v<X> || is_scalar_dual_v<X> || is_dual_unsupported_v<X> || is_fixed_v<X> ||
-                  is_elementwise_jet_v<X> || is_jet2_v<X>;
+concept operand = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_tensor_v<X> || is_static_wrapper_v<X> ||
+                  is_dyn_v<X> || diagnostics::is_failed_v<X> || is_scalar_dual_v<X> || is_dual_unsupported_v<X> ||
+                  is_fixed_v<X> || is_elementwise_jet_v<X> || is_jet2_v<X>;
 
 /// A value that is tower's (not a bare arithmetic scalar): operators are defined for these.
 template <class X>
-concept tower_value = is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X> || diagnostics::is_failed_v<X> ||
-                      is_scalar_dual_v<X> || is_dual_unsupported_v<X> || is_fixed_v<X> || is_elementwise_jet_v<X> ||
-                      is_jet2_v<X>;
+concept tower_value =
+    is_tensor_v<X> || is_static_wrapper_v<X> || is_dyn_v<X> || diagnostics::is_failed_v<X> || is_scalar_dual_v<X> ||
+    is_dual_unsupported_v<X> || is_fixed_v<X> || is_elementwise_jet_v<X> || is_jet2_v<X>;
 
 namespace detail {
 template <class X>
@@ -59,7 +59,9 @@ TOWER_ALWAYS_INLINE auto call_op(const Op& op, const A&... a) {
 template <class Op>
 struct op_fn {
   template <operand... A>
-  TOWER_ALWAYS_INLINE auto operator()(const A&... a) const { return call_op(Op{}, a...); }
+  TOWER_ALWAYS_INLINE auto operator()(const A&... a) const {
+    return call_op(Op{}, a...);
+  }
 };
 
 // ---- helpers for batching rules (generic over both paths) -----------------------------------

@@ -30,7 +30,8 @@ struct bval {
 template <class Op>
 concept differentiable_op = !requires { Op::differentiable; } || Op::differentiable;
 
-template <class Op> inline constexpr bool is_differentiable_v = differentiable_op<Op>;
+template <class Op>
+inline constexpr bool is_differentiable_v = differentiable_op<Op>;
 
 /// An elementwise op (`static constexpr bool elementwise = true;`): its base kernel on doubles
 /// is its base kernel on one-element tensors, and the result has the operands' broadcast shape.
@@ -64,14 +65,21 @@ inline constexpr bool strict_vmap_v =
 
 namespace detail {
 // Defined by the op vocabulary (dsl/): the engine uses them to accumulate adjoints.
-template <class A, class B> auto add_values(const A& a, const B& b);
-template <class V, class G> auto cast_adjoint(const G& g);
-template <class V, class G> auto element_cast_adjoint(const G& g);
-template <class X> auto zeros_like_value(const X& x);
-template <class X> auto reshape_value(const X& x, const shape_t& s);
-template <class X> auto broadcast_values(const X& x, const shape_t& s);
+template <class A, class B>
+auto add_values(const A& a, const B& b);
+template <class V, class G>
+auto cast_adjoint(const G& g);
+template <class V, class G>
+auto element_cast_adjoint(const G& g);
+template <class X>
+auto zeros_like_value(const X& x);
+template <class X>
+auto reshape_value(const X& x, const shape_t& s);
+template <class X>
+auto broadcast_values(const X& x, const shape_t& s);
 // vmap's batching rule of Op, or the per-example fallback (batch_fallback.hpp).
-template <class Op, class BS, class... B> auto batch_rule_or_fallback(const Op& op, BS batch_size, const B&... x);
+template <class Op, class BS, class... B>
+auto batch_rule_or_fallback(const Op& op, BS batch_size, const B&... x);
 }  // namespace detail
 
 }  // namespace tower

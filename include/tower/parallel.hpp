@@ -70,8 +70,10 @@ constexpr bool all_leaves() {
     return (Pred<std::remove_cvref_t<L>>::value && ...);
   }(std::type_identity<typename leaf_types<std::remove_cvref_t<X>>::type>{});
 }
-template <class L> struct is_plain_arg_leaf : std::bool_constant<is_tensor_v<L> || std::is_arithmetic_v<L> || is_dyn_v<L>> {};
-template <class L> struct is_plain_out_leaf : std::bool_constant<is_tensor_v<L> || is_dyn_v<L>> {};
+template <class L>
+struct is_plain_arg_leaf : std::bool_constant<is_tensor_v<L> || std::is_arithmetic_v<L> || is_dyn_v<L>> {};
+template <class L>
+struct is_plain_out_leaf : std::bool_constant<is_tensor_v<L> || is_dyn_v<L>> {};
 
 /// Whether the types allow splitting: plain arguments, in_dims that match them (else the serial
 /// vmap reports the problem), outputs of tensors or runtime values.
@@ -91,9 +93,12 @@ bool may_split(const V& v, const A&... a) {
   if (v.opts.randomness != randomness_kind::error) return false;
   if (interpreter_stack_depth() != 0 && may_capture_values<V>()) return false;
   bool plain = true;
-  (tree_for_each([&](const auto& leaf) {
-     if constexpr (is_dyn_v<std::remove_cvref_t<decltype(leaf)>>) plain = plain && leaf.is_plain();
-   }, a), ...);
+  (tree_for_each(
+       [&](const auto& leaf) {
+         if constexpr (is_dyn_v<std::remove_cvref_t<decltype(leaf)>>) plain = plain && leaf.is_plain();
+       },
+       a),
+   ...);
   return plain;
 }
 
@@ -107,7 +112,9 @@ std::int64_t batch_size(const V& v, const A&... a) {
       auto one = [&]<std::size_t J, class X>(std::integral_constant<std::size_t, J>, const X& x) {
         const auto d = in_dim_at<std::remove_cvref_t<decltype(v.in)>, J>(v.in);
         if constexpr (is_fixed_rows_v<decltype(d)>) merge_batch_size(J, 0, shape(x), bs, first);
-        else for_each_in_dim(d, x, [&](std::int64_t dim, const auto& leaf) { merge_batch_size(J, dim, shape(leaf), bs, first); });
+        else
+          for_each_in_dim(
+              d, x, [&](std::int64_t dim, const auto& leaf) { merge_batch_size(J, dim, shape(leaf), bs, first); });
       };
       (one(std::integral_constant<std::size_t, I>{}, a), ...);
     }(std::index_sequence_for<A...>{});
@@ -200,8 +207,8 @@ void write_output(const L& part_leaf, const tensor<T>& whole, std::int64_t start
       d = k;
     }
   if (!ok || d == ws.size())
-    throw error("vmap(..., tw::parallel): a grain of " + std::to_string(len) + " examples returned shape " + shape_str(ps) +
-                " where the whole batch's output has shape " + shape_str(ws));
+    throw error("vmap(..., tw::parallel): a grain of " + std::to_string(len) + " examples returned shape " +
+                shape_str(ps) + " where the whole batch's output has shape " + shape_str(ws));
   std::int64_t outer = 1, inner = 1;
   for (std::size_t k = 0; k < d; ++k) outer *= ws[k];
   for (std::size_t k = d + 1; k < ws.size(); ++k) inner *= ws[k];
@@ -211,14 +218,16 @@ void write_output(const L& part_leaf, const tensor<T>& whole, std::int64_t start
   const T* in = part.data();
   if (outer == 1 && in == out + start * inner) return;  // written in place (lend_output)
   for (std::int64_t o = 0; o < outer; ++o)
-    std::memcpy(out + (o * total + start) * inner, in + o * len * inner, static_cast<std::size_t>(len * inner) * sizeof(T));
+    std::memcpy(out + (o * total + start) * inner, in + o * len * inner,
+                static_cast<std::size_t>(len * inner) * sizeof(T));
 }
 
 /// fn(leaf, out_dim) over the output leaves of r (out_dims pair with the top-level elements of a
 /// tuple output, as vmap's unbatching does); the results in r's structure.
 template <class OutDims, class R, class Fn>
 auto map_outputs(const R& r, const OutDims& out, Fn&& fn) {
-  static_assert(is_flat_out_dims_v<OutDims>, "vmap: tw::parallel needs out_dims of ints (no tw::none or nested entries)");
+  static_assert(is_flat_out_dims_v<OutDims>,
+                "vmap: tw::parallel needs out_dims of ints (no tw::none or nested entries)");
   return map_out_dim(out_prefix(out), r, [&](std::int64_t d, const auto& leaf) { return fn(leaf, d); });
 }
 
@@ -280,7 +289,9 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
   auto start = [&](std::int64_t g) { return bs * g / grains; };  // equal grains, within one example
   const grad_mode_state caller = grad_mode();
   auto run_slice = [&](std::int64_t s, std::int64_t len) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) { return v(slice_arg<I>(v, a, s, len)...); }(std::index_sequence_for<A...>{});
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return v(slice_arg<I>(v, a, s, len)...);
+    }(std::index_sequence_for<A...>{});
   };
 
   // Example 0 alone shows the outputs' shapes (its errors are grain 0's, the first a serial
@@ -300,7 +311,12 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
       grain_scope scope(caller);
       const std::int64_t s = start(g), len = start(g + 1) - s;
       const auto write = [&](const R& part) {
-        (void)tree_zip([&](const auto& leaf, const auto& w) { write_output(leaf, w, s, len); return 0; }, part, whole);
+        (void)tree_zip(
+            [&](const auto& leaf, const auto& w) {
+              write_output(leaf, w, s, len);
+              return 0;
+            },
+            part, whole);
       };
       if (leading) {
         using T = typename std::remove_pointer_t<decltype(leading)>::value_type;
@@ -313,8 +329,7 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
     } catch (...) {
       errors[static_cast<std::size_t>(g)] = std::current_exception();
       std::int64_t f = first_failed.load(std::memory_order_relaxed);
-      while (g < f && !first_failed.compare_exchange_weak(f, g, std::memory_order_relaxed)) {
-      }
+      while (g < f && !first_failed.compare_exchange_weak(f, g, std::memory_order_relaxed)) {}
     }
   };
 #if defined(TOWER_PARALLEL_STD_THREADS)
@@ -332,10 +347,12 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
     if (e) std::rethrow_exception(e);
 
   // Runtime outputs back to runtime values.
-  return tree_zip([](const auto& leaf, const auto& w) {
-    if constexpr (is_dyn_v<std::remove_cvref_t<decltype(leaf)>>) return dyn::value(w);
-    else return w;
-  }, one, whole);
+  return tree_zip(
+      [](const auto& leaf, const auto& w) {
+        if constexpr (is_dyn_v<std::remove_cvref_t<decltype(leaf)>>) return dyn::value(w);
+        else return w;
+      },
+      one, whole);
 }
 
 }  // namespace tower::detail::par
@@ -352,7 +369,10 @@ template <class F>
 struct example_vjp {
   F f;
   using wrapped_function = F;
-  template <class X, class C> auto operator()(const X& x, const C& ct) const { return std::get<0>(tower::vjp(f, x).second(ct)); }
+  template <class X, class C>
+  auto operator()(const X& x, const C& ct) const {
+    return std::get<0>(tower::vjp(f, x).second(ct));
+  }
 };
 
 template <class V>
@@ -361,8 +381,12 @@ struct vmap_op {
   V v;
   parallel_t p;
 
-  template <class X> auto base(const X& x) const { return parallel_engine<V>::run(v, p, x); }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+  template <class X>
+  auto base(const X& x) const {
+    return parallel_engine<V>::run(v, p, x);
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X& x) const {
     return std::make_tuple(tower::vmap(example_vjp<decltype(v.f)>{v.f}, p)(x, g));
   }
 };
@@ -375,7 +399,8 @@ template <class V, class... A>
 constexpr bool may_record_op() {
   using In = std::remove_cvref_t<decltype(std::declval<const V&>().in)>;
   using Out = std::remove_cvref_t<decltype(std::declval<const V&>().out)>;
-  if constexpr (sizeof...(A) != 1 || !std::is_same_v<In, in_dims_t<>> || !std::is_same_v<Out, out_dims_t<>> || may_capture_values<V>())
+  if constexpr (sizeof...(A) != 1 || !std::is_same_v<In, in_dims_t<>> || !std::is_same_v<Out, out_dims_t<>> ||
+                may_capture_values<V>())
     return false;
   else if constexpr ((is_dyn_v<A> && ...)) return true;
   else if constexpr (!(is_grad_wrapped_v<A> && ...)) return false;
@@ -417,7 +442,8 @@ struct parallel_engine {
     } else {
       // The batch size first: below one grain (or on an error the serial vmap reports) nothing
       // else is looked at.
-      if (const std::int64_t first = par::first_batch_size(v, a...); first >= 0 && first <= par::grain_size(first, p.grain))
+      if (const std::int64_t first = par::first_batch_size(v, a...);
+          first >= 0 && first <= par::grain_size(first, p.grain))
         return v(a...);
       const std::int64_t bs = par::batch_size(v, a...);
       const std::int64_t grain = par::grain_size(bs, p.grain);

@@ -103,7 +103,9 @@ struct pool_allocator {
   T* allocate(std::size_t n) { return static_cast<T*>(block_pool::allocate(n * sizeof(T))); }
   void deallocate(T* p, std::size_t n) noexcept { block_pool::deallocate(p, n * sizeof(T)); }
   template <class U>
-  bool operator==(const pool_allocator<U>&) const noexcept { return true; }
+  bool operator==(const pool_allocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 }  // namespace tower::detail

@@ -38,7 +38,8 @@ using arg_refs = std::array<const value*, N>;
 /// References to the values of an array.
 template <std::size_t N>
 arg_refs<N> refs_of(const std::array<value, N>& a) {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) { return arg_refs<N>{&a[I]...}; }(std::make_index_sequence<N>{});
+  return
+      [&]<std::size_t... I>(std::index_sequence<I...>) { return arg_refs<N>{&a[I]...}; }(std::make_index_sequence<N>{});
 }
 
 template <class Op, std::size_t N>
@@ -94,8 +95,7 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
       value phys = [&] {
         if constexpr (requires { op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...); })
           return value(op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...));
-        else
-          return value(tower::detail::batch_rule_or_fallback(op, e_.batch_size, arg<I>(args)...));
+        else return value(tower::detail::batch_rule_or_fallback(op, e_.batch_size, arg<I>(args)...));
       }();
       value out = dyn::wrap(transform_type::vmap, e_.level, e_.serial, std::move(phys));
       if (e_.state) [[unlikely]]  // a vmap being traced (runtime_fusion.hpp)
@@ -108,7 +108,9 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
   /// x's physical value at this level: its inner value if batched here, else x.
   const value& physical(const value& x) const { return x.level() == e_.level ? x.get().inner : x; }
   /// The rank x has with a batch dim: its physical rank if batched here, else one more.
-  int rank_with_batch(const value& x) const { return x.level() == e_.level ? x.get().inner.inline_rank() : x.inline_rank() + 1; }
+  int rank_with_batch(const value& x) const {
+    return x.level() == e_.level ? x.get().inner.inline_rank() : x.inline_rank() + 1;
+  }
 
   template <std::size_t I, std::size_t N>
   bval<value, bool> arg(const arg_refs<N>& a) const {
@@ -151,8 +153,8 @@ class grad_interpreter : public interpreter_base<transform_type::grad> {
     std::shared_ptr<grad_node> node;
     if constexpr (is_differentiable_v<Op>) {
       if (tracked && grad_enabled_at(level))
-        node = std::allocate_shared<op_node<Op, N>>(tower::detail::pool_allocator<op_node<Op, N>>(), op, out, std::move(primals),
-                                                    std::move(parents));
+        node = std::allocate_shared<op_node<Op, N>>(tower::detail::pool_allocator<op_node<Op, N>>(), op, out,
+                                                    std::move(primals), std::move(parents));
     }
     return dyn::wrap(transform_type::grad, level, serial, std::move(out), std::move(node));
   }
@@ -228,12 +230,12 @@ class jvp_interpreter : public interpreter_base<transform_type::jvp> {
     t = tower::detail::zeros_like_value(out);
     return dyn::wrap_dual(level, serial, std::move(out), std::move(t));
   }
-
 };
 
 namespace detail {
 /// A static-path value seen by the runtime path (bridge.hpp).
-template <class W> value static_to_value(const W& w);
+template <class W>
+value static_to_value(const W& w);
 
 /// Any operand as a dyn::value.
 template <class X0>
@@ -242,7 +244,8 @@ value to_value(X0&& x) {  // a result tensor is moved in, not copied
   if constexpr (std::is_same_v<X, value>) return std::forward<X0>(x);
   else if constexpr (std::is_arithmetic_v<X>) return value(static_cast<double>(x));
   else if constexpr (std::is_same_v<X, tensor<double>>) return value(std::forward<X0>(x));
-  else if constexpr (is_tensor_v<X>) static_assert(!is_tensor_v<X>, "tower: the runtime path works on tensor<double> only");
+  else if constexpr (is_tensor_v<X>)
+    static_assert(!is_tensor_v<X>, "tower: the runtime path works on tensor<double> only");
   else return static_to_value(x);
 }
 
@@ -280,19 +283,22 @@ struct functorch_table {
     return [] {
       functorch_table r;
       // Every op runs under vmap: its batching rule, or the per-example fallback.
-      r.process[static_cast<int>(transform_type::vmap)] = [](const Op& op, const interpreter_entry& e, const arg_refs<N>& a) {
-          return vmap_interpreter(e).process(op, a);
-        };
+      r.process[static_cast<int>(transform_type::vmap)] = [](const Op& op, const interpreter_entry& e,
+                                                             const arg_refs<N>& a) {
+        return vmap_interpreter(e).process(op, a);
+      };
       if constexpr (!is_differentiable_v<Op> || []<std::size_t... I>(std::index_sequence<I...>) {
                       return has_vjp_rule_v<Op, value, decltype((void)I, std::declval<value>())...>;
                     }(std::make_index_sequence<N>{}))
-        r.process[static_cast<int>(transform_type::grad)] = [](const Op& op, const interpreter_entry& e, const arg_refs<N>& a) {
+        r.process[static_cast<int>(transform_type::grad)] = [](const Op& op, const interpreter_entry& e,
+                                                               const arg_refs<N>& a) {
           return grad_interpreter(e).process(op, a);
         };
       if constexpr (!is_differentiable_v<Op> || []<std::size_t... I>(std::index_sequence<I...>) {
                       return requires(const Op& op, const value& v) { op.jvp(v, ((void)I, v)..., ((void)I, v)...); };
                     }(std::make_index_sequence<N>{}))
-        r.process[static_cast<int>(transform_type::jvp)] = [](const Op& op, const interpreter_entry& e, const arg_refs<N>& a) {
+        r.process[static_cast<int>(transform_type::jvp)] = [](const Op& op, const interpreter_entry& e,
+                                                              const arg_refs<N>& a) {
           return jvp_interpreter(e).process(op, a);
         };
       return r;
@@ -315,7 +321,9 @@ template <class Op>
   if (k < 0 || k >= transform_type_count)
     throw error(std::string("op '") + Op::name + "': unknown transform key " + std::to_string(k));
   throw error(std::string("op '") + Op::name + "' has no " +
-              (key == transform_type::vmap ? "batching rule" : key == transform_type::grad ? "VJP rule" : "JVP rule") +
+              (key == transform_type::vmap   ? "batching rule"
+               : key == transform_type::grad ? "VJP rule"
+                                             : "JVP rule") +
               " for transform '" + to_string(key) + "'");
 }
 
@@ -344,7 +352,8 @@ value dispatch_functorch(const Op& op, const arg_refs<N>& args) {
       live[i] = *args[i];
       while (detail::has_dead_wrapper(live[i], stack)) {
         if (live[i].get().key == transform_type::vmap)
-          throw error(std::string("op '") + Op::name + "': a value batched by a vmap was used after that vmap returned");
+          throw error(std::string("op '") + Op::name +
+                      "': a value batched by a vmap was used after that vmap returned");
         live[i] = value(live[i].get().inner);
       }
     }
@@ -362,7 +371,8 @@ value dispatch_functorch(const Op& op, const arg_refs<N>& args) {
     return dispatch_functorch(op, args);
   }
   const auto k = static_cast<std::size_t>(top.key);
-  const auto kernel = k < static_cast<std::size_t>(transform_type_count) ? functorch_table<Op, N>::get().process[k] : nullptr;
+  const auto kernel =
+      k < static_cast<std::size_t>(transform_type_count) ? functorch_table<Op, N>::get().process[k] : nullptr;
   if (!kernel) detail::throw_no_rule<Op>(top.key);
   return kernel(op, top, args);
 }

@@ -78,7 +78,8 @@ class trace_recorder {
     if (!here(out)) return stop(std::string("op '") + Op::name + "' gave a value the trace cannot follow");
     const shape_t s = out.shape();
     const std::int64_t n = numel(s);
-    if (n > max_elements) return stop(std::string("op '") + Op::name + "' gives " + std::to_string(n) + " elements per example");
+    if (n > max_elements)
+      return stop(std::string("op '") + Op::name + "' gives " + std::to_string(n) + " elements per example");
     std::array<const std::vector<int>*, N> in{};
     std::array<std::vector<int>, N> made;
     std::array<shape_t, N> shapes;
@@ -114,7 +115,8 @@ class trace_recorder {
     } else {
       return stop(std::string("op '") + Op::name + "' has no fused form");
     }
-    if (prog_.register_count() > max_registers) return stop("the program has more than " + std::to_string(max_registers) + " registers");
+    if (prog_.register_count() > max_registers)
+      return stop("the program has more than " + std::to_string(max_registers) + " registers");
     remember(out, std::move(r));
   }
 
@@ -163,7 +165,8 @@ class trace_recorder {
 
   /// out = op(x) for an op linear in x: each output element from one-hot probes of x.
   template <class Op>
-  bool expand_linear(const Op& op, const shape_t& xs, const std::vector<int>& x, const shape_t& s, std::vector<int>& r) {
+  bool expand_linear(const Op& op, const shape_t& xs, const std::vector<int>& x, const shape_t& s,
+                     std::vector<int>& r) {
     const auto n_in = static_cast<std::int64_t>(x.size());
     if (n_in * static_cast<std::int64_t>(r.size()) > std::int64_t{1} << 22) {
       stop(std::string("op '") + Op::name + "' is too large to probe");

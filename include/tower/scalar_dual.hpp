@@ -43,7 +43,8 @@ struct unit_scale {
   constexpr unit_scale() = default;
   constexpr explicit unit_scale(double) {}
 };
-template <class T> using scale_t = std::conditional_t<std::is_arithmetic_v<T>, T, unit_scale>;
+template <class T>
+using scale_t = std::conditional_t<std::is_arithmetic_v<T>, T, unit_scale>;
 }  // namespace detail::duals
 
 /// Share: an op whose operands all store the same d (s * s, s3 * s3 - s3 after a dot product)
@@ -66,12 +67,16 @@ struct scalar_dual {
   [[no_unique_address]] detail::duals::scale_t<T> s = detail::duals::scale_t<T>(1.0);
 };
 
-template <class X> struct is_scalar_dual : std::false_type {};
-template <class T, int N, bool S> struct is_scalar_dual<scalar_dual<T, N, S>> : std::true_type {};
-template <class X> inline constexpr bool is_scalar_dual_v = is_scalar_dual<std::remove_cvref_t<X>>::value;
+template <class X>
+struct is_scalar_dual : std::false_type {};
+template <class T, int N, bool S>
+struct is_scalar_dual<scalar_dual<T, N, S>> : std::true_type {};
+template <class X>
+inline constexpr bool is_scalar_dual_v = is_scalar_dual<std::remove_cvref_t<X>>::value;
 
 // A scalar_dual is a scalar at every level (is_scalar_type_v): shape rules treat it as a number.
-template <class T, int N, bool S> struct base_type<scalar_dual<T, N, S>> : base_type<T> {};
+template <class T, int N, bool S>
+struct base_type<scalar_dual<T, N, S>> : base_type<T> {};
 
 /// The result of an op the tape-free path cannot carry (see the header comment). Every op on it
 /// gives it again; using it as a truth value throws, since grad never runs such a function on
@@ -79,14 +84,16 @@ template <class T, int N, bool S> struct base_type<scalar_dual<T, N, S>> : base_
 struct dual_unsupported {
   explicit operator bool() const { throw error("grad: internal: a function of numbers mixed them with other values"); }
 };
-template <class X> inline constexpr bool is_dual_unsupported_v = std::is_same_v<std::remove_cvref_t<X>, dual_unsupported>;
+template <class X>
+inline constexpr bool is_dual_unsupported_v = std::is_same_v<std::remove_cvref_t<X>, dual_unsupported>;
 
 namespace detail {
 /// The result type of a composite op whose branches (chosen at run time) return R...: the first,
 /// or dual_unsupported when a branch cannot run on the tape-free values, so that the composite
 /// gives way on them as a primitive without a rule does, instead of failing to compile.
 template <class... R>
-using branch_result_t = std::conditional_t<(is_dual_unsupported_v<R> || ...), dual_unsupported, std::tuple_element_t<0, std::tuple<R...>>>;
+using branch_result_t =
+    std::conditional_t<(is_dual_unsupported_v<R> || ...), dual_unsupported, std::tuple_element_t<0, std::tuple<R...>>>;
 /// A branch's value as the composite's result type R (see branch_result_t). Branches may give
 /// different types for arguments the composite rejects at run time anyway: numbers where it needs
 /// tensors (cross_entropy's class-index branch gathers, which makes a tensor of a number). vmap's
@@ -95,14 +102,16 @@ using branch_result_t = std::conditional_t<(is_dual_unsupported_v<R> || ...), du
 template <class R, class X>
 R as_branch(X&& x) {
   if constexpr (is_dual_unsupported_v<R>) return dual_unsupported{};
-  else if constexpr (!std::is_convertible_v<X&&, R>) throw error("a composite op's branches give different types for these arguments");
+  else if constexpr (!std::is_convertible_v<X&&, R>)
+    throw error("a composite op's branches give different types for these arguments");
   else return std::forward<X>(x);
 }
 }  // namespace detail
 
 namespace detail::duals {
 
-template <class X> constexpr int depth() {
+template <class X>
+constexpr int depth() {
   if constexpr (is_scalar_dual_v<X>) return 1 + depth<typename std::remove_cvref_t<X>::value_type>();
   else return 0;
 }
@@ -149,7 +158,10 @@ TOWER_ALWAYS_INLINE auto base_value(const X& x) {
 template <class X>
 constexpr bool contains_unsupported() {
   if constexpr (is_dual_unsupported_v<X>) return true;
-  else if constexpr (requires { typename std::tuple_size<X>::type; std::get<0>(std::declval<X>()); })
+  else if constexpr (requires {
+                       typename std::tuple_size<X>::type;
+                       std::get<0>(std::declval<X>());
+                     })
     return []<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
       return (false || ... || contains_unsupported<std::remove_cvref_t<std::tuple_element_t<K, X>>>());
     }(std::make_index_sequence<std::tuple_size_v<X>>{});
@@ -157,13 +169,19 @@ constexpr bool contains_unsupported() {
 }
 
 /// The deepest scalar_dual among A: the result type of an op on them.
-template <class... A> struct deepest;
-template <class A> struct deepest<A> { using type = std::remove_cvref_t<A>; };
+template <class... A>
+struct deepest;
+template <class A>
+struct deepest<A> {
+  using type = std::remove_cvref_t<A>;
+};
 template <class A, class B, class... R>
 struct deepest<A, B, R...> : deepest<std::conditional_t<(depth<A>() >= depth<B>()), A, B>, R...> {};
 
 template <class X, class D>
-constexpr bool carries() { return std::is_same_v<std::remove_cvref_t<X>, D>; }
+constexpr bool carries() {
+  return std::is_same_v<std::remove_cvref_t<X>, D>;
+}
 
 template <class D, class... A>
 constexpr auto carried_positions() {
@@ -179,7 +197,8 @@ namespace detail {
 
 /// An op's own rule for scalar_duals, when the generic one (kernel, then VJP with a unit
 /// cotangent) would compute something twice: run(values...) gives (out, (partials...)).
-template <class Op> struct dual_rule {};
+template <class Op>
+struct dual_rule {};
 
 /// D from an op's value and its local partials: out.d[k] = sum over the arguments carrying D's
 /// tangents of partial_i * x_i.d[k], unrolled (a loop here would stop vmap's fused loop from
@@ -204,15 +223,19 @@ TOWER_ALWAYS_INLINE D push_tangents(const T& out, const P& partials, const A&...
     if constexpr (std::is_arithmetic_v<T>) return std::get<carried.first[J]>(partials) * x.s;
     else return std::get<carried.first[J]>(partials);
   };
-  auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>, std::integral_constant<std::size_t, J> j) TOWER_INLINE_LAMBDA {
+  auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>,
+                                                std::integral_constant<std::size_t, J> j) TOWER_INLINE_LAMBDA {
     const auto& x = std::get<carried.first[J]>(args);
     return (x.nonzero >> K) & 1u ? T(factor(j) * x.d[K]) : zero;
   };
-  auto tangent = [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K> k, std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
-    return (... + term(k, std::integral_constant<std::size_t, J>{}));
-  };
+  auto tangent =
+      [&]<std::size_t K, std::size_t... J>(std::integral_constant<std::size_t, K> k, std::index_sequence<J...>)
+          TOWER_INLINE_LAMBDA { return (... + term(k, std::integral_constant<std::size_t, J>{})); };
   auto summed = [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
-    return D{out, {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{}) : zero)...}, nonzero};
+    return D{out,
+             {(on ? tangent(std::integral_constant<std::size_t, K>{}, std::make_index_sequence<carried.second>{})
+                  : zero)...},
+             nonzero};
   };
   if constexpr (std::is_arithmetic_v<T> && carried.second == 1) {
     const auto& x = std::get<carried.first[0]>(args);
@@ -234,7 +257,8 @@ TOWER_ALWAYS_INLINE D push_tangents(const T& out, const P& partials, const A&...
     const bits_t differ = [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
       auto against_first = [&](const D& x) TOWER_INLINE_LAMBDA {
         return [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
-          return bits_t(x.nonzero ^ x0.nonzero) | (... | (std::bit_cast<bits_t>(x.d[K]) ^ std::bit_cast<bits_t>(x0.d[K])));
+          return bits_t(x.nonzero ^ x0.nonzero) |
+                 (... | (std::bit_cast<bits_t>(x.d[K]) ^ std::bit_cast<bits_t>(x0.d[K])));
         }(directions);
       };
       return (bits_t(0) | ... | against_first(std::get<carried.first[J + 1]>(args)));
@@ -283,8 +307,7 @@ TOWER_ALWAYS_INLINE auto dual_call(const Op& op, const A&... a) {
         // broadcast reductions), which would read thread-local state once per op.
         if constexpr (requires { op.number_vjp(du::lift<T>(1.0), out, value(a)...); })
           return push_tangents<D>(out, op.number_vjp(du::lift<T>(1.0), out, value(a)...), a...);
-        else
-          return push_tangents<D>(out, op.vjp(du::lift<T>(1.0), out, value(a)...), a...);
+        else return push_tangents<D>(out, op.vjp(du::lift<T>(1.0), out, value(a)...), a...);
       }
     }
   }

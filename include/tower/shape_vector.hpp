@@ -46,7 +46,9 @@ class shape_t {
   shape_t(std::initializer_list<value_type> l) { assign(l.begin(), l.end()); }
   template <class It>
     requires(!std::is_integral_v<It>)
-  shape_t(It first, It last) { assign(first, last); }
+  shape_t(It first, It last) {
+    assign(first, last);
+  }
   /// From a std::vector of dims (an implicit conversion, as the shape type was one before).
   shape_t(const std::vector<value_type>& v) { assign(v.begin(), v.end()); }
 
@@ -176,7 +178,9 @@ class shape_t {
     *this = std::move(t);
   }
 
-  friend bool operator==(const shape_t& a, const shape_t& b) noexcept { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+  friend bool operator==(const shape_t& a, const shape_t& b) noexcept {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
   friend auto operator<=>(const shape_t& a, const shape_t& b) noexcept {
     return std::lexicographical_compare_three_way(a.begin(), a.end(), b.begin(), b.end());
   }

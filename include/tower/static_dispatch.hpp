@@ -37,9 +37,12 @@ namespace tower {
 
 namespace hana = boost::hana;
 
-template <int L> struct vmap_interpreter;
-template <int L> struct grad_interpreter;
-template <int L> struct jvp_interpreter;
+template <int L>
+struct vmap_interpreter;
+template <int L>
+struct grad_interpreter;
+template <int L>
+struct jvp_interpreter;
 
 namespace detail {
 
@@ -121,7 +124,9 @@ struct vmap_interpreter {
 
   /// Lowering: dispatch on the rest of the stack (the args given are already peeled).
   template <class Op, class... A>
-  static auto lower(const Op& op, const A&... a) { return dispatch_static(op, a...); }
+  static auto lower(const Op& op, const A&... a) {
+    return dispatch_static(op, a...);
+  }
 
  private:
   template <class Op, class... A>
@@ -131,7 +136,8 @@ struct vmap_interpreter {
       auto phys = op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...);
       return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
     } else if constexpr (strict_vmap_v<Op> && !has_batch_rule_v<Op, std::int64_t, decltype(as_bval(a))...>) {
-      (void)diagnostics::check_batch_rule<Op, decltype(as_bval(a))...>();  // reports "op <name> has no batching rule for transform vmap"
+      (void)diagnostics::check_batch_rule<
+          Op, decltype(as_bval(a))...>();  // reports "op <name> has no batching rule for transform vmap"
       return diagnostics::failed{};
     } else {
       // The op's batching rule, or the per-example fallback (batch_fallback.hpp).
@@ -164,7 +170,8 @@ struct vmap_interpreter {
   template <class R, class Op, class... A>
   std::optional<R> keep_batch_last(const Op& op, const A&... a) const {
     constexpr bool plain_or_here = ((is_tensor_batched_here<A>() || kernels::is_plain_v<A>) && ...);
-    if constexpr (!plain_or_here || requires { op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...); }) {
+    if constexpr (!plain_or_here ||
+                  requires { op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...); }) {
       return std::nullopt;
     } else if (!((!is_tensor_batched_here<A>() || batch_last_here(a) || trailing_ok(a)) && ...)) {
       return std::nullopt;  // another argument has its batch first
@@ -223,7 +230,10 @@ struct vmap_interpreter {
       if (!find_live_interpreter(x.serial))
         throw error("vmap: a value batched by a vmap (level " + std::to_string(L) +
                     ") was used after that vmap returned");
-      if (batch_size_ < 0) { batch_size_ = x.batch_size; serial_ = x.serial; }
+      if (batch_size_ < 0) {
+        batch_size_ = x.batch_size;
+        serial_ = x.serial;
+      }
     }
   }
   template <class X>
@@ -286,9 +296,11 @@ struct grad_interpreter {
       if (tape_ && grad_enabled_at(L)) {
         auto parents = std::make_tuple(node_of(a)...);
         const bool tracked = std::apply([](auto... p) { return ((p != nullptr) || ...); }, parents);
-        if constexpr (decltype(diagnostics::check_vjp_rule<Op, Out, std::remove_cvref_t<decltype(primal(a))>...>())::value) {
+        if constexpr (decltype(diagnostics::check_vjp_rule<Op, Out,
+                                                           std::remove_cvref_t<decltype(primal(a))>...>())::value) {
           if (tracked) {
-            using Node = detail::op_node<Op, Out, Adj, std::tuple<std::remove_cvref_t<decltype(primal(a))>...>, decltype(parents)>;
+            using Node = detail::op_node<Op, Out, Adj, std::tuple<std::remove_cvref_t<decltype(primal(a))>...>,
+                                         decltype(parents)>;
             r.node = tape_->template make<Node>(op, r.primal, std::make_tuple(primal(a)...), parents);
           }
         }
@@ -298,9 +310,10 @@ struct grad_interpreter {
   }
 
   template <class Op, class... A>
-  static auto lower(const Op& op, const A&... a) { return dispatch_static(op, a...); }
+  static auto lower(const Op& op, const A&... a) {
+    return dispatch_static(op, a...);
+  }
 };
-
 
 // ---------------------------------------------------------------------------------------------
 // jvp_interpreter<L>: forward mode. Lowers on the primals and runs the op's JVP rule on the
@@ -317,7 +330,8 @@ struct jvp_interpreter {
 
   template <class... A>
   static jvp_interpreter from_args(const A&...) {
-    if (const interpreter_entry* e = find_live_level(L); e && e->key == transform_type::jvp) return {e->serial, e->prev_fwd_grad_mode};
+    if (const interpreter_entry* e = find_live_level(L); e && e->key == transform_type::jvp)
+      return {e->serial, e->prev_fwd_grad_mode};
     return {0, true};
   }
 
@@ -332,7 +346,8 @@ struct jvp_interpreter {
   /// otherwise tangent(x).
   template <class Op, class... A, class X>
   auto tangent_for(const X& x) const {
-    if constexpr (detail::takes_zero_tangents_v<Op> && (... || is_dual_at_v<A, L>) && !is_dual_at_v<X, L>) return detail::zero_tangent{};
+    if constexpr (detail::takes_zero_tangents_v<Op> && (... || is_dual_at_v<A, L>) && !is_dual_at_v<X, L>)
+      return detail::zero_tangent{};
     else return tangent(x);
   }
 
@@ -341,9 +356,9 @@ struct jvp_interpreter {
   auto tangent(const X& x) const {
     if constexpr (is_dual_at_v<X, L>) {
       using T = std::remove_cvref_t<decltype(x.tangent)>;
-      return x.serial == serial_ && serial_ ? x.tangent : detail::convert_adjoint<T>(detail::zeros_like_value(x.tangent));
-    }
-    else return detail::zeros_like_value(x);
+      return x.serial == serial_ && serial_ ? x.tangent
+                                            : detail::convert_adjoint<T>(detail::zeros_like_value(x.tangent));
+    } else return detail::zeros_like_value(x);
   }
 
   template <class Op, class... A>
@@ -353,7 +368,9 @@ struct jvp_interpreter {
     if constexpr (!is_differentiable_v<Op>) {
       auto t = detail::zeros_like_value(out);
       return dual<Out, decltype(t), L>{std::move(out), std::move(t), serial_};
-    } else if constexpr (!decltype(diagnostics::check_jvp_rule<Op, requires { op.jvp(out, primal(a)..., tangent_for<Op, A...>(a)...); }>())::value) {
+    } else if constexpr (!decltype(diagnostics::check_jvp_rule<Op, requires {
+                           op.jvp(out, primal(a)..., tangent_for<Op, A...>(a)...);
+                         }>())::value) {
       return diagnostics::failed{};
     } else {
       using T = decltype(op.jvp(out, primal(a)..., tangent_for<Op, A...>(a)...));
@@ -369,7 +386,9 @@ struct jvp_interpreter {
   }
 
   template <class Op, class... A>
-  static auto lower(const Op& op, const A&... a) { return dispatch_static(op, a...); }
+  static auto lower(const Op& op, const A&... a) {
+    return dispatch_static(op, a...);
+  }
 
  private:
   template <class... A, std::size_t... I>
@@ -405,8 +424,8 @@ V convert_adjoint(G&& g) {
     // enclosing transform. Lossless only when it is a constant at that level.
     if constexpr (GD::key == transform_type::grad) {
       if (g.node && find_live_interpreter(g.serial))
-        throw error("grad: the result depends on a value captured from an enclosing grad (level " +
-                    std::to_string(lg) + ") that its type cannot carry; pass that value as an argument");
+        throw error("grad: the result depends on a value captured from an enclosing grad (level " + std::to_string(lg) +
+                    ") that its type cannot carry; pass that value as an argument");
       return convert_adjoint<V>(g.primal);
     } else if constexpr (GD::key == transform_type::jvp) {
       if (find_live_interpreter(g.serial))
@@ -436,7 +455,8 @@ V convert_adjoint(G&& g) {
     // A float argument's adjoint from double arithmetic (x * 2.0): rounded to the argument's type.
     if constexpr (kernels::is_plain_scalar_v<V> && kernels::is_plain_scalar_v<GD>) return static_cast<V>(g);
     else if constexpr (kernels::is_plain_scalar_v<V> && is_tensor_v<GD>) return static_cast<V>(g.item());
-    else if constexpr (is_tensor_v<V> && kernels::is_plain_scalar_v<GD>) return V(static_cast<typename V::value_type>(g));
+    else if constexpr (is_tensor_v<V> && kernels::is_plain_scalar_v<GD>)
+      return V(static_cast<typename V::value_type>(g));
     else static_assert(lv != 0, "tower: internal: cannot convert between these plain types");
   } else if constexpr (V::key != GD::key) {
     // Two transforms at one level: only in an instantiation the level check never runs (a value
@@ -449,7 +469,8 @@ V convert_adjoint(G&& g) {
       if (g.batch_last) return convert_adjoint<V>(batch_first(g));
     return V{convert_adjoint<typename inner_type<V>::type>(g.value), g.batch_size, g.serial};
   } else if constexpr (V::key == transform_type::jvp) {
-    return V{convert_adjoint<typename V::primal_type>(g.primal), convert_adjoint<typename V::tangent_type>(g.tangent), g.serial};
+    return V{convert_adjoint<typename V::primal_type>(g.primal), convert_adjoint<typename V::tangent_type>(g.tangent),
+             g.serial};
   } else if constexpr (is_scalar_type_v<V> != is_scalar_type_v<GD>) {
     // scalar <-> rank-0 tensor, tracked at this level
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(cast_adjoint<V>(g))>, GD>)

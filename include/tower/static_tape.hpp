@@ -140,7 +140,8 @@ class grad_tape {
   }
   void* allocate(std::size_t size, std::size_t align) {
     std::byte* p = align_up(cur_, align);
-    if (p + size > end_) [[unlikely]] p = grow(size, align);
+    if (p + size > end_) [[unlikely]]
+      p = grow(size, align);
     cur_ = p + size;
     return p;
   }

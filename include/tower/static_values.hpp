@@ -28,13 +28,17 @@
 namespace tower {
 
 namespace detail {
-template <class V> struct var_node;
+template <class V>
+struct var_node;
 }
 
-namespace dyn { class value; }
+namespace dyn {
+class value;
+}
 
 /// True for the runtime path's value type.
-template <class X> inline constexpr bool is_dyn_v = std::is_same_v<std::remove_cvref_t<X>, dyn::value>;
+template <class X>
+inline constexpr bool is_dyn_v = std::is_same_v<std::remove_cvref_t<X>, dyn::value>;
 
 template <class P, int L>
 struct batched {
@@ -66,7 +70,7 @@ struct grad_value {
 
   V primal;
   detail::var_node<adjoint_type>* node = nullptr;  // null: a constant at this level
-  std::uint64_t serial = 0;             // the grad call that made it
+  std::uint64_t serial = 0;                        // the grad call that made it
 };
 
 /// grad_value<V, L>, or grad_value<V, L, A> when the adjoint type A is not V.
@@ -86,11 +90,16 @@ struct dual {
   std::uint64_t serial = 0;  // the jvp call that made it
 };
 
-template <class X> struct is_static_wrapper : std::false_type {};
-template <class P, class T, int L> struct is_static_wrapper<dual<P, T, L>> : std::true_type {};
-template <class P, int L> struct is_static_wrapper<batched<P, L>> : std::true_type {};
-template <class V, int L, class... A> struct is_static_wrapper<grad_value<V, L, A...>> : std::true_type {};
-template <class X> inline constexpr bool is_static_wrapper_v = is_static_wrapper<std::remove_cvref_t<X>>::value;
+template <class X>
+struct is_static_wrapper : std::false_type {};
+template <class P, class T, int L>
+struct is_static_wrapper<dual<P, T, L>> : std::true_type {};
+template <class P, int L>
+struct is_static_wrapper<batched<P, L>> : std::true_type {};
+template <class V, int L, class... A>
+struct is_static_wrapper<grad_value<V, L, A...>> : std::true_type {};
+template <class X>
+inline constexpr bool is_static_wrapper_v = is_static_wrapper<std::remove_cvref_t<X>>::value;
 
 /// Level of the outermost wrapper of X (0 for plain values).
 template <class X>
@@ -101,55 +110,111 @@ constexpr int level_of() {
 }
 
 /// True when X's outermost wrapper is vmap's (resp. grad's) at level L.
-template <class X, int L> inline constexpr bool is_batched_at_v = false;
-template <class P, int L> inline constexpr bool is_batched_at_v<batched<P, L>, L> = true;
-template <class X, int L> inline constexpr bool is_grad_at_v = false;
-template <class V, int L, class... A> inline constexpr bool is_grad_at_v<grad_value<V, L, A...>, L> = true;
-template <class X, int L> inline constexpr bool is_dual_at_v = false;
-template <class P, class T, int L> inline constexpr bool is_dual_at_v<dual<P, T, L>, L> = true;
+template <class X, int L>
+inline constexpr bool is_batched_at_v = false;
+template <class P, int L>
+inline constexpr bool is_batched_at_v<batched<P, L>, L> = true;
+template <class X, int L>
+inline constexpr bool is_grad_at_v = false;
+template <class V, int L, class... A>
+inline constexpr bool is_grad_at_v<grad_value<V, L, A...>, L> = true;
+template <class X, int L>
+inline constexpr bool is_dual_at_v = false;
+template <class P, class T, int L>
+inline constexpr bool is_dual_at_v<dual<P, T, L>, L> = true;
 
 /// The type of X's adjoint at its own grad level: X itself unless X is a grad value.
-template <class X> struct adjoint_of { using type = X; };
-template <class V, int L, class... A> struct adjoint_of<grad_value<V, L, A...>> { using type = typename grad_value<V, L, A...>::adjoint_type; };
-template <class X> using adjoint_type_of = typename adjoint_of<std::remove_cvref_t<X>>::type;
+template <class X>
+struct adjoint_of {
+  using type = X;
+};
+template <class V, int L, class... A>
+struct adjoint_of<grad_value<V, L, A...>> {
+  using type = typename grad_value<V, L, A...>::adjoint_type;
+};
+template <class X>
+using adjoint_type_of = typename adjoint_of<std::remove_cvref_t<X>>::type;
 
 /// The innermost plain type of a static value (double, float or tensor<T>).
-template <class X> struct base_type { using type = std::remove_cvref_t<X>; };
-template <class P, int L> struct base_type<batched<P, L>> : base_type<P> {};
-template <class V, int L, class... A> struct base_type<grad_value<V, L, A...>> : base_type<V> {};
-template <class P, class T, int L> struct base_type<dual<P, T, L>> : base_type<P> {};
-template <class X> using base_type_t = typename base_type<std::remove_cvref_t<X>>::type;
+template <class X>
+struct base_type {
+  using type = std::remove_cvref_t<X>;
+};
+template <class P, int L>
+struct base_type<batched<P, L>> : base_type<P> {};
+template <class V, int L, class... A>
+struct base_type<grad_value<V, L, A...>> : base_type<V> {};
+template <class P, class T, int L>
+struct base_type<dual<P, T, L>> : base_type<P> {};
+template <class X>
+using base_type_t = typename base_type<std::remove_cvref_t<X>>::type;
 
 /// Element type (double or float) of any static value, also of a tw::fixed of grad's tape-free
 /// numbers (scalar_dual), which vmap's fixed path hands f.
-template <class X> using scalar_type_t = kernels::element_t<base_type_t<detail::fixeds::scalar_t<base_type_t<X>>>>;
+template <class X>
+using scalar_type_t = kernels::element_t<base_type_t<detail::fixeds::scalar_t<base_type_t<X>>>>;
 
 /// True when X is, at every level, a bare scalar (no tensor and no batch anywhere inside).
-template <class X> inline constexpr bool is_scalar_type_v = kernels::is_plain_scalar_v<base_type_t<X>>;
+template <class X>
+inline constexpr bool is_scalar_type_v = kernels::is_plain_scalar_v<base_type_t<X>>;
 
 namespace detail {
 /// The value type one level down: a batched value's physical, a grad value's primal.
-template <class X> struct inner_type { using type = X; };
-template <class P, int L> struct inner_type<batched<P, L>> { using type = P; };
-template <class V, int L, class... A> struct inner_type<grad_value<V, L, A...>> { using type = V; };
-template <class P, class T, int L> struct inner_type<dual<P, T, L>> { using type = P; };
+template <class X>
+struct inner_type {
+  using type = X;
+};
+template <class P, int L>
+struct inner_type<batched<P, L>> {
+  using type = P;
+};
+template <class V, int L, class... A>
+struct inner_type<grad_value<V, L, A...>> {
+  using type = V;
+};
+template <class P, class T, int L>
+struct inner_type<dual<P, T, L>> {
+  using type = P;
+};
 
 /// X with a tensor base (the physical value of a batched value is always a tensor).
-template <class X> struct tensorize { using type = tensor<kernels::element_t<X>>; };
-template <class T> struct tensorize<tensor<T>> { using type = tensor<T>; };
-template <class P, int L> struct tensorize<batched<P, L>> { using type = batched<P, L>; };
-template <class V, int L, class... A> struct tensorize<grad_value<V, L, A...>> {
-  using type = grad_value_t<typename tensorize<V>::type, L, typename tensorize<typename grad_value<V, L, A...>::adjoint_type>::type>;
+template <class X>
+struct tensorize {
+  using type = tensor<kernels::element_t<X>>;
 };
-template <class P, class T, int L> struct tensorize<dual<P, T, L>> {
+template <class T>
+struct tensorize<tensor<T>> {
+  using type = tensor<T>;
+};
+template <class P, int L>
+struct tensorize<batched<P, L>> {
+  using type = batched<P, L>;
+};
+template <class V, int L, class... A>
+struct tensorize<grad_value<V, L, A...>> {
+  using type = grad_value_t<typename tensorize<V>::type, L,
+                            typename tensorize<typename grad_value<V, L, A...>::adjoint_type>::type>;
+};
+template <class P, class T, int L>
+struct tensorize<dual<P, T, L>> {
   using type = dual<typename tensorize<P>::type, typename tensorize<T>::type, L>;
 };
 
-template <class Outer, class J> struct rewrap;
-template <class P, int L, class J> struct rewrap<batched<P, L>, J> { using type = batched<typename tensorize<J>::type, L>; };
-template <class V, int L, class... A, class J> struct rewrap<grad_value<V, L, A...>, J> { using type = grad_value<J, L>; };
+template <class Outer, class J>
+struct rewrap;
+template <class P, int L, class J>
+struct rewrap<batched<P, L>, J> {
+  using type = batched<typename tensorize<J>::type, L>;
+};
+template <class V, int L, class... A, class J>
+struct rewrap<grad_value<V, L, A...>, J> {
+  using type = grad_value<J, L>;
+};
 // A value lifted into a jvp level is a constant there: its tangent has the primal's type.
-template <class P, class T, int L, class J> struct rewrap<dual<P, T, L>, J> { using type = dual<J, J, L>; };
+template <class P, class T, int L, class J>
+struct rewrap<dual<P, T, L>, J> {
+  using type = dual<J, J, L>;
+};
 
 template <class X, class J>
 constexpr auto rewrap_own();
@@ -165,7 +230,9 @@ constexpr auto lift_levels() {
     if constexpr (Y::key == transform_type::jvp) {
       // A constant at Y's jvp level; its tangent (an adjoint's, or the sum it joins) may carry
       // the levels Y's tangent carries (jacfwd's basis batched by an enclosing vmap).
-      using JT = typename decltype(lift_levels<J, typename decltype(lift_levels<typename Y::tangent_type, typename Y::primal_type>())::type>())::type;
+      using JT =
+          typename decltype(lift_levels<J, typename decltype(lift_levels<typename Y::tangent_type,
+                                                                         typename Y::primal_type>())::type>())::type;
       return std::type_identity<dual<J, JT, ly>>{};
     } else if constexpr (Y::key == transform_type::grad) {
       // Likewise a constant at Y's grad level whose adjoint may carry the levels Y's does.
@@ -188,7 +255,9 @@ constexpr auto lift_levels() {
     using J = typename decltype(lift_levels<typename inner_type<X>::type, typename inner_type<Y>::type>())::type;
     if constexpr (X::key == transform_type::jvp) {
       using TP = typename decltype(lift_levels<typename X::tangent_type, typename X::primal_type>())::type;
-      using JT = typename decltype(lift_levels<TP, typename decltype(lift_levels<typename Y::tangent_type, typename Y::primal_type>())::type>())::type;
+      using JT =
+          typename decltype(lift_levels<TP, typename decltype(lift_levels<typename Y::tangent_type,
+                                                                          typename Y::primal_type>())::type>())::type;
       return std::type_identity<dual<J, JT, lx>>{};
     } else {
       return rewrap_own<X, J>();
@@ -210,11 +279,15 @@ constexpr auto rewrap_own() {
 
 /// X lifted to carry every level any of Ys carries: the type grad gives a differentiated
 /// argument, so that every tracked value in the computation carries all levels in play.
-template <class X, class... Ys> struct lift_levels_of { using type = X; };
+template <class X, class... Ys>
+struct lift_levels_of {
+  using type = X;
+};
 template <class X, class Y, class... Ys>
 struct lift_levels_of<X, Y, Ys...>
     : lift_levels_of<typename decltype(detail::lift_levels<X, std::remove_cvref_t<Y>>())::type, Ys...> {};
-template <class X, class... Ys> using lift_levels_t = typename lift_levels_of<std::remove_cvref_t<X>, Ys...>::type;
+template <class X, class... Ys>
+using lift_levels_t = typename lift_levels_of<std::remove_cvref_t<X>, Ys...>::type;
 
 /// Logical shape: what the function being transformed sees.
 template <class X>

@@ -34,9 +34,13 @@ namespace detail {
 /// Buffers of 1 KiB and more are recycled by the thread's buffer_pool.
 template <class T>
 struct default_init_allocator : std::allocator<T> {
-  template <class U> struct rebind { using other = default_init_allocator<U>; };
+  template <class U>
+  struct rebind {
+    using other = default_init_allocator<U>;
+  };
   default_init_allocator() noexcept = default;
-  template <class U> default_init_allocator(const default_init_allocator<U>&) noexcept {}
+  template <class U>
+  default_init_allocator(const default_init_allocator<U>&) noexcept {}
   /// A buffer of 1 TiB or more raises tower::error (AddressSanitizer aborts on such requests
   /// instead of throwing std::bad_alloc), and so does a failed allocation.
   T* allocate(std::size_t n) {
@@ -50,14 +54,21 @@ struct default_init_allocator : std::allocator<T> {
   }
   static constexpr std::size_t max_buffer_bytes = std::size_t{1} << 40;
   [[noreturn, gnu::cold, gnu::noinline]] static void too_large(std::size_t n, const char* why) {
-    throw error("tensor: a buffer of " + std::to_string(n) + " elements (" + std::to_string(n * sizeof(T)) + " bytes)" + why);
+    throw error("tensor: a buffer of " + std::to_string(n) + " elements (" + std::to_string(n * sizeof(T)) + " bytes)" +
+                why);
   }
   void deallocate(T* p, std::size_t n) noexcept {
     if (buffer_pool::pooled(n * sizeof(T))) buffer_pool::deallocate(p, n * sizeof(T));
     else std::allocator<T>::deallocate(p, n);
   }
-  template <class U> void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) { ::new (static_cast<void*>(p)) U; }
-  template <class U, class... A> void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
 };
 }  // namespace detail
 
@@ -86,8 +97,8 @@ buffer<T> copy_buffer(const T* p, std::size_t n) {
 
 namespace detail {
 [[noreturn, gnu::cold, gnu::noinline]] inline void bad_shape(const char* op, const shape_t& s, bool negative) {
-  throw error(std::string(op) + (negative ? ": negative size in shape " : ": the element count of shape ") + shape_str(s) +
-              (negative ? "" : " overflows int64"));
+  throw error(std::string(op) + (negative ? ": negative size in shape " : ": the element count of shape ") +
+              shape_str(s) + (negative ? "" : " overflows int64"));
 }
 
 /// The element count of s, whose sizes are >= 0, into n; false when the product of its nonzero
@@ -156,8 +167,7 @@ tensor<T> leading_rows(const tensor<T>& t, std::int64_t start, std::int64_t len)
 /// \endcode
 template <class T>
 class tensor {
-  static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>,
-                "tower::tensor<T>: T must be double or float");
+  static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>, "tower::tensor<T>: T must be double or float");
 
  public:
   using value_type = T;
@@ -169,7 +179,9 @@ class tensor {
   tensor(shape_t shape, const std::vector<T>& data) : tensor(std::move(shape), copy_buffer(data.data(), data.size())) {}
   /// The same, taking over a buffer (no copy).
   tensor(shape_t shape, buffer<T> data)
-      : shape_(std::move(shape)), data_(std::make_shared<buffer<T>>(std::move(data))), numel_(static_cast<std::int64_t>(data_->size())) {
+      : shape_(std::move(shape)),
+        data_(std::make_shared<buffer<T>>(std::move(data))),
+        numel_(static_cast<std::int64_t>(data_->size())) {
     const std::int64_t n = checked_numel("tensor", shape_);
     if (numel_ != n)
       throw error("tensor: shape " + detail::shape_str(shape_) + " needs " + std::to_string(n) + " values, got " +
@@ -183,7 +195,9 @@ class tensor {
   tensor(std::initializer_list<T> v) : tensor(shape_t{static_cast<std::int64_t>(v.size())}, buffer<T>(v)) {}
   tensor(std::initializer_list<std::initializer_list<T>> v) { from_nested(v); }
   tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> v) { from_nested(v); }
-  tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> v) { from_nested(v); }
+  tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> v) {
+    from_nested(v);
+  }
 
   const shape_t& shape() const { return shape_; }
   std::int64_t dim() const { return static_cast<std::int64_t>(shape_.size()); }
@@ -220,14 +234,19 @@ class tensor {
   }
 
   template <class... I>
-  const T& operator()(I... idx) const { return data()[offset({static_cast<std::int64_t>(idx)...})]; }
+  const T& operator()(I... idx) const {
+    return data()[offset({static_cast<std::int64_t>(idx)...})];
+  }
   template <class... I>
-  T& operator()(I... idx) { return data()[offset({static_cast<std::int64_t>(idx)...})]; }
+  T& operator()(I... idx) {
+    return data()[offset({static_cast<std::int64_t>(idx)...})];
+  }
 
   /// The single value of a tensor with one element.
   T item() const {
-    if (numel() != 1) throw error("item: tensor of shape " + detail::shape_str(shape_) + " has " +
-                                  std::to_string(numel()) + " elements, expected 1");
+    if (numel() != 1)
+      throw error("item: tensor of shape " + detail::shape_str(shape_) + " has " + std::to_string(numel()) +
+                  " elements, expected 1");
     return data()[0];
   }
 
@@ -242,16 +261,17 @@ class tensor {
   static void nested_shape(const L& l, shape_t& s, std::size_t depth) {
     const auto n = static_cast<std::int64_t>(l.size());
     if (s.size() <= depth) s.push_back(n);
-    else if (s[depth] != n) throw error("tensor: ragged nested initializer list (size " + std::to_string(n) +
-                                        " where " + std::to_string(s[depth]) + " was expected at depth " +
-                                        std::to_string(depth) + ")");
+    else if (s[depth] != n)
+      throw error("tensor: ragged nested initializer list (size " + std::to_string(n) + " where " +
+                  std::to_string(s[depth]) + " was expected at depth " + std::to_string(depth) + ")");
     if constexpr (!std::is_same_v<L, std::initializer_list<T>>)
       for (const auto& e : l) nested_shape(e, s, depth + 1);
   }
   template <class L>
   static void nested_data(const L& l, buffer<T>& out) {
     if constexpr (std::is_same_v<L, std::initializer_list<T>>) out.insert(out.end(), l.begin(), l.end());
-    else for (const auto& e : l) nested_data(e, out);
+    else
+      for (const auto& e : l) nested_data(e, out);
   }
   template <class L>
   void from_nested(const L& l) {
@@ -273,7 +293,8 @@ class tensor {
     std::int64_t off = 0, k = 0;
     for (auto i : idx) {
       const auto n = shape_[static_cast<std::size_t>(k++)];
-      if (i < 0 || i >= n) throw error("tensor index " + std::to_string(i) + " out of range for size " + std::to_string(n));
+      if (i < 0 || i >= n)
+        throw error("tensor index " + std::to_string(i) + " out of range for size " + std::to_string(n));
       off = off * n + i;
     }
     return static_cast<std::size_t>(off);
@@ -369,13 +390,19 @@ tensor<T> filled_tensor(const char* op, shape_t s, T v) {
 ///   throw std::runtime_error("zeros, ones, full");
 /// \endcode
 template <class T>
-tensor<T> zeros(shape_t s) { return detail::filled_tensor("zeros", std::move(s), T(0)); }
+tensor<T> zeros(shape_t s) {
+  return detail::filled_tensor("zeros", std::move(s), T(0));
+}
 /// ones<T>(shape): a tensor of ones.
 template <class T>
-tensor<T> ones(shape_t s) { return detail::filled_tensor("ones", std::move(s), T(1)); }
+tensor<T> ones(shape_t s) {
+  return detail::filled_tensor("ones", std::move(s), T(1));
+}
 /// full<T>(shape, v): a tensor filled with v.
 template <class T>
-tensor<T> full(shape_t s, T v) { return detail::filled_tensor("full", std::move(s), v); }
+tensor<T> full(shape_t s, T v) {
+  return detail::filled_tensor("full", std::move(s), v);
+}
 
 /// 0, 1, ..., n-1 spaced by `step` from `start` (1-D).
 /// \code
@@ -388,11 +415,13 @@ tensor<T> arange(T start, T stop, T step = T(1)) {
   // As torch: ceil((stop - start) / step) elements, start + i step (no accumulated rounding).
   const double count = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
   if (!(count < 0x1p62))
-    throw error("arange: " + std::to_string(static_cast<double>(start)) + " to " + std::to_string(static_cast<double>(stop)) + " by " +
-                std::to_string(static_cast<double>(step)) + " is not a finite count of elements");
+    throw error("arange: " + std::to_string(static_cast<double>(start)) + " to " +
+                std::to_string(static_cast<double>(stop)) + " by " + std::to_string(static_cast<double>(step)) +
+                " is not a finite count of elements");
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   buffer<T> v(static_cast<std::size_t>(allocation_size("arange", shape_t{n})));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<T>(i) * step);
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<T>(start + static_cast<T>(i) * step);
   return tensor<T>(shape_t{n}, std::move(v));
 }
 /// arange<T>(n): 0, 1, ..., n-1 (1-D).
@@ -437,8 +466,11 @@ tensor<T> randn(shape_t s, std::uint64_t seed) {
 }
 
 /// Whether T is a tensor<...>; is_tensor_v strips references and cv.
-template <class T> struct is_tensor : std::false_type {};
-template <class T> struct is_tensor<tensor<T>> : std::true_type {};
-template <class T> inline constexpr bool is_tensor_v = is_tensor<std::remove_cvref_t<T>>::value;
+template <class T>
+struct is_tensor : std::false_type {};
+template <class T>
+struct is_tensor<tensor<T>> : std::true_type {};
+template <class T>
+inline constexpr bool is_tensor_v = is_tensor<std::remove_cvref_t<T>>::value;
 
 }  // namespace tower

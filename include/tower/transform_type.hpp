@@ -12,9 +12,12 @@ inline constexpr int transform_type_count = 3;
 
 inline std::string to_string(transform_type k) {
   switch (k) {
-    case transform_type::vmap: return "vmap";
-    case transform_type::grad: return "grad";
-    case transform_type::jvp: return "jvp";
+    case transform_type::vmap:
+      return "vmap";
+    case transform_type::grad:
+      return "grad";
+    case transform_type::jvp:
+      return "jvp";
   }
   throw error("unknown transform key " + std::to_string(static_cast<int>(k)));
 }

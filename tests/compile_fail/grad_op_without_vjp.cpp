@@ -7,8 +7,14 @@ namespace tw = tower;
 
 struct twice_op {
   static constexpr const char* name = "twice";
-  template <class X> auto base(const X& x) const { return tw::kernels::map(x, [](auto v) { return 2 * v; }); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return tw::call_op(*this, x.value); }
+  template <class X>
+  auto base(const X& x) const {
+    return tw::kernels::map(x, [](auto v) { return 2 * v; });
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return tw::call_op(*this, x.value);
+  }
 };
 inline constexpr tw::op_fn<twice_op> twice{};
 

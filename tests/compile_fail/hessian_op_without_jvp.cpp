@@ -9,9 +9,18 @@ namespace tw = tower;
 
 struct twice_op {
   static constexpr const char* name = "twice";
-  template <class X> auto base(const X& x) const { return tw::kernels::map(x, [](auto v) { return 2 * v; }); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return tw::call_op(*this, x.value); }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const { return std::make_tuple(2.0 * g); }
+  template <class X>
+  auto base(const X& x) const {
+    return tw::kernels::map(x, [](auto v) { return 2 * v; });
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return tw::call_op(*this, x.value);
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X&) const {
+    return std::make_tuple(2.0 * g);
+  }
 };
 inline constexpr tw::op_fn<twice_op> twice{};
 

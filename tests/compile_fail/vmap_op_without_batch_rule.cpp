@@ -9,8 +9,14 @@ namespace tw = tower;
 struct twice_op {
   static constexpr const char* name = "twice";
   static constexpr bool strict_vmap = true;
-  template <class X> auto base(const X& x) const { return tw::kernels::map(x, [](auto v) { return 2 * v; }); }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const { return std::make_tuple(g * 2.0); }
+  template <class X>
+  auto base(const X& x) const {
+    return tw::kernels::map(x, [](auto v) { return 2 * v; });
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X&) const {
+    return std::make_tuple(g * 2.0);
+  }
 };
 inline constexpr tw::op_fn<twice_op> twice{};
 

@@ -51,17 +51,20 @@ inline std::vector<tensor<double>> recorded_outputs(std::string_view name) {
 template <class X>
 std::vector<tensor<double>> result_leaves(const X& x) {
   std::vector<tensor<double>> r;
-  tree_for_each([&](const auto& leaf) {
-    using L = std::remove_cvref_t<decltype(leaf)>;
-    if constexpr (std::is_arithmetic_v<L>) r.push_back(tensor<double>(static_cast<double>(leaf)));
-    else r.push_back(as_tensor(leaf));
-  }, x);
+  tree_for_each(
+      [&](const auto& leaf) {
+        using L = std::remove_cvref_t<decltype(leaf)>;
+        if constexpr (std::is_arithmetic_v<L>) r.push_back(tensor<double>(static_cast<double>(leaf)));
+        else r.push_back(as_tensor(leaf));
+      },
+      x);
   return r;
 }
 
 /// Same shapes, and every element equal within tol relative to max(1, |want|); NaN matches NaN and
 /// an infinity matches the same infinity.
-inline bool leaves_match(const std::vector<tensor<double>>& got, const std::vector<tensor<double>>& want, double tol = 1e-10) {
+inline bool leaves_match(const std::vector<tensor<double>>& got, const std::vector<tensor<double>>& want,
+                         double tol = 1e-10) {
   if (got.size() != want.size()) return false;
   for (std::size_t k = 0; k < got.size(); ++k) {
     if (got[k].shape() != want[k].shape()) return false;

@@ -63,7 +63,9 @@ tensor<double> random_tensor(rng& r, const shape_t& s, double lo = -1, double hi
 }
 
 std::int64_t rank_of(const shape_t& s) { return static_cast<std::int64_t>(s.size()); }
-std::int64_t dim_size(const shape_t& s, std::int64_t d) { return s[static_cast<std::size_t>(d < 0 ? d + rank_of(s) : d)]; }
+std::int64_t dim_size(const shape_t& s, std::int64_t d) {
+  return s[static_cast<std::size_t>(d < 0 ? d + rank_of(s) : d)];
+}
 
 // ---------------------------------------------------------------------------------------------
 // The chain: registers r0 (the input), r1, ...; each step computes one register from earlier ones.
@@ -146,7 +148,8 @@ class chain_generator {
   /// A register, more often a recent one.
   std::size_t pick() {
     const auto n = probe_.size();
-    return r_.coin(0.6) ? n - 1 - static_cast<std::size_t>(r_.below(static_cast<int>(std::min<std::size_t>(n, 2)))) : static_cast<std::size_t>(r_.below(static_cast<int>(n)));
+    return r_.coin(0.6) ? n - 1 - static_cast<std::size_t>(r_.below(static_cast<int>(std::min<std::size_t>(n, 2))))
+                        : static_cast<std::size_t>(r_.below(static_cast<int>(n)));
   }
   std::optional<std::size_t> pick_where(const std::function<bool(const shape_t&)>& ok) {
     std::vector<std::size_t> c;
@@ -176,28 +179,44 @@ class chain_generator {
     const auto i = last();
     const std::string x = reg(i);
     switch (r_.below(7)) {
-      case 0: c_.steps.push_back({"narrow(" + x + ", 0, INT64_MAX, 2)", [i, big](const auto& v) { return tw::narrow(tw::reshape(v[i], {-1}), 0, big, 2); }}); break;
-      case 1: c_.steps.push_back({"narrow(" + x + ", 0, 1, INT64_MAX)", [i, big](const auto& v) { return tw::narrow(tw::reshape(v[i], {-1}), 0, 1, big); }}); break;
-      case 2: c_.steps.push_back({"reshape(" + x + "[:0], [2^62, 4])", [i](const auto& v) { return tw::reshape(tw::narrow(tw::reshape(v[i], {-1}), 0, 0, 0), {std::int64_t{1} << 62, 4}); }}); break;
-      case 3: c_.steps.push_back({"expand(" + x + ", [2^31, 2^31, 4, ...])", [i](const auto& v) {
-                                    shape_t s = v[i].shape();
-                                    s.insert(s.begin(), {std::int64_t{1} << 31, std::int64_t{1} << 31, 4});
-                                    return tw::broadcast_to(v[i], s);
-                                  }});
+      case 0:
+        c_.steps.push_back({"narrow(" + x + ", 0, INT64_MAX, 2)",
+                            [i, big](const auto& v) { return tw::narrow(tw::reshape(v[i], {-1}), 0, big, 2); }});
         break;
-      case 4: c_.steps.push_back({"broadcast_to(" + x + ", [-3, ...])", [i](const auto& v) {
-                                    shape_t s = v[i].shape();
-                                    s.insert(s.begin(), -3);
-                                    return tw::broadcast_to(v[i], s);
-                                  }});
+      case 1:
+        c_.steps.push_back({"narrow(" + x + ", 0, 1, INT64_MAX)",
+                            [i, big](const auto& v) { return tw::narrow(tw::reshape(v[i], {-1}), 0, 1, big); }});
         break;
-      case 5: c_.steps.push_back({"expand(unsqueeze(" + x + ", 0), [2^40, ...])", [i](const auto& v) {
-                                    shape_t s(static_cast<std::size_t>(v[i].rank()), -1);
-                                    s.insert(s.begin(), std::int64_t{1} << 40);
-                                    return tw::expand(tw::unsqueeze(v[i], 0), s) * 2.0;
-                                  }});
+      case 2:
+        c_.steps.push_back({"reshape(" + x + "[:0], [2^62, 4])", [i](const auto& v) {
+                              return tw::reshape(tw::narrow(tw::reshape(v[i], {-1}), 0, 0, 0),
+                                                 {std::int64_t{1} << 62, 4});
+                            }});
         break;
-      default: c_.steps.push_back({"reshape(" + x + ", [-1, 0])", [i](const auto& v) { return tw::reshape(v[i], {-1, 0}); }}); break;
+      case 3:
+        c_.steps.push_back({"expand(" + x + ", [2^31, 2^31, 4, ...])", [i](const auto& v) {
+                              shape_t s = v[i].shape();
+                              s.insert(s.begin(), {std::int64_t{1} << 31, std::int64_t{1} << 31, 4});
+                              return tw::broadcast_to(v[i], s);
+                            }});
+        break;
+      case 4:
+        c_.steps.push_back({"broadcast_to(" + x + ", [-3, ...])", [i](const auto& v) {
+                              shape_t s = v[i].shape();
+                              s.insert(s.begin(), -3);
+                              return tw::broadcast_to(v[i], s);
+                            }});
+        break;
+      case 5:
+        c_.steps.push_back({"expand(unsqueeze(" + x + ", 0), [2^40, ...])", [i](const auto& v) {
+                              shape_t s(static_cast<std::size_t>(v[i].rank()), -1);
+                              s.insert(s.begin(), std::int64_t{1} << 40);
+                              return tw::expand(tw::unsqueeze(v[i], 0), s) * 2.0;
+                            }});
+        break;
+      default:
+        c_.steps.push_back({"reshape(" + x + ", [-1, 0])", [i](const auto& v) { return tw::reshape(v[i], {-1, 0}); }});
+        break;
     }
   }
 
@@ -223,35 +242,81 @@ class chain_generator {
     const std::string C = num(c);
     switch (r_.below(30)) {
       case 0: {  // unary ops on their whole domain
-        static const char* names[] = {"neg", "abs", "sign", "square", "sin", "cos", "tanh", "atan", "sigmoid", "softplus", "relu", "erf", "exp", "expm1", "sinh", "cosh"};
+        static const char* names[] = {"neg",     "abs",      "sign", "square", "sin", "cos",   "tanh", "atan",
+                                      "sigmoid", "softplus", "relu", "erf",    "exp", "expm1", "sinh", "cosh"};
         const int k = r_.below(16);
         add(std::string(names[k]) + "(" + A + ")", [a, k](const auto& x) -> value {
           const value& v = x[a];
           switch (k) {
-            case 0: return tw::neg(v); case 1: return tw::abs(v); case 2: return tw::sign(v); case 3: return tw::square(v);
-            case 4: return tw::sin(v); case 5: return tw::cos(v); case 6: return tw::tanh(v); case 7: return tw::atan(v);
-            case 8: return tw::sigmoid(v); case 9: return tw::softplus(v); case 10: return tw::relu(v); case 11: return tw::erf(v);
-            case 12: return tw::exp(v * 0.5); case 13: return tw::expm1(v * 0.5); case 14: return tw::sinh(v); default: return tw::cosh(v);
+            case 0:
+              return tw::neg(v);
+            case 1:
+              return tw::abs(v);
+            case 2:
+              return tw::sign(v);
+            case 3:
+              return tw::square(v);
+            case 4:
+              return tw::sin(v);
+            case 5:
+              return tw::cos(v);
+            case 6:
+              return tw::tanh(v);
+            case 7:
+              return tw::atan(v);
+            case 8:
+              return tw::sigmoid(v);
+            case 9:
+              return tw::softplus(v);
+            case 10:
+              return tw::relu(v);
+            case 11:
+              return tw::erf(v);
+            case 12:
+              return tw::exp(v * 0.5);
+            case 13:
+              return tw::expm1(v * 0.5);
+            case 14:
+              return tw::sinh(v);
+            default:
+              return tw::cosh(v);
           }
         });
         break;
       }
       case 1: {  // unary ops on part of the line: the operand is mapped into the domain
-        static const char* names[] = {"log(softplus(x) + 0.2)", "sqrt(softplus(x) + 0.2)", "rsqrt(softplus(x) + 0.2)", "reciprocal(softplus(x) + 0.2)",
-                                      "log1p(softplus(x))", "asin(tanh(x) * 0.9)", "acos(tanh(x) * 0.9)", "tan(tanh(x))"};
+        static const char* names[] = {"log(softplus(x) + 0.2)",   "sqrt(softplus(x) + 0.2)",
+                                      "rsqrt(softplus(x) + 0.2)", "reciprocal(softplus(x) + 0.2)",
+                                      "log1p(softplus(x))",       "asin(tanh(x) * 0.9)",
+                                      "acos(tanh(x) * 0.9)",      "tan(tanh(x))"};
         const int k = r_.below(8);
         std::string t = names[k];
         t.replace(t.find('x'), 1, A);
         add(t, [a, k](const auto& x) -> value {
           const value p = tw::softplus(x[a]) + 0.2, h = tw::tanh(x[a]);
           switch (k) {
-            case 0: return tw::log(p); case 1: return tw::sqrt(p); case 2: return tw::rsqrt(p); case 3: return tw::reciprocal(p);
-            case 4: return tw::log1p(tw::softplus(x[a])); case 5: return tw::asin(h * 0.9); case 6: return tw::acos(h * 0.9); default: return tw::tan(h);
+            case 0:
+              return tw::log(p);
+            case 1:
+              return tw::sqrt(p);
+            case 2:
+              return tw::rsqrt(p);
+            case 3:
+              return tw::reciprocal(p);
+            case 4:
+              return tw::log1p(tw::softplus(x[a]));
+            case 5:
+              return tw::asin(h * 0.9);
+            case 6:
+              return tw::acos(h * 0.9);
+            default:
+              return tw::tan(h);
           }
         });
         break;
       }
-      case 2: case 3: {  // + - * with a register or a number on either side
+      case 2:
+      case 3: {  // + - * with a register or a number on either side
         auto [B, fb] = operand_for(a);
         const int k = r_.below(6);
         static const char* ops[] = {"+", "-", "*"};
@@ -261,22 +326,34 @@ class chain_generator {
             return k == 0 ? x[a] + b : k == 1 ? x[a] - b : x[a] * b;
           });
         } else {
-          add(C + " " + ops[k - 3] + " " + A, [a, k, c](const auto& x) -> value { return k == 3 ? c + x[a] : k == 4 ? c - x[a] : c * x[a]; });
+          add(C + " " + ops[k - 3] + " " + A, [a, k, c](const auto& x) -> value {
+            return k == 3 ? c + x[a] : k == 4 ? c - x[a] : c * x[a];
+          });
         }
         break;
       }
       case 4: {  // division: denominators kept away from 0
         auto [B, fb] = operand_for(a);
-        if (r_.coin()) add(A + " / (softplus(" + B + ") + 0.5)", [a, fb = fb](const auto& x) { return x[a] / (tw::softplus(fb(x)) + 0.5); });
+        if (r_.coin())
+          add(A + " / (softplus(" + B + ") + 0.5)",
+              [a, fb = fb](const auto& x) { return x[a] / (tw::softplus(fb(x)) + 0.5); });
         else add(C + " / (square(" + A + ") + 0.5)", [a, c](const auto& x) { return c / (tw::square(x[a]) + 0.5); });
         break;
       }
       case 5: {  // pow: positive bases
         auto [B, fb] = operand_for(a);
         switch (r_.below(3)) {
-          case 0: add("pow(softplus(" + A + ") + 0.2, tanh(" + B + ") * 2)", [a, fb = fb](const auto& x) { return tw::pow(tw::softplus(x[a]) + 0.2, tw::tanh(fb(x)) * 2.0); }); break;
-          case 1: add("pow(softplus(" + A + ") + 0.2, " + C + ")", [a, c](const auto& x) { return tw::pow(tw::softplus(x[a]) + 0.2, c); }); break;
-          default: add("pow(1.5, " + A + ")", [a](const auto& x) { return tw::pow(1.5, x[a]); }); break;
+          case 0:
+            add("pow(softplus(" + A + ") + 0.2, tanh(" + B + ") * 2)",
+                [a, fb = fb](const auto& x) { return tw::pow(tw::softplus(x[a]) + 0.2, tw::tanh(fb(x)) * 2.0); });
+            break;
+          case 1:
+            add("pow(softplus(" + A + ") + 0.2, " + C + ")",
+                [a, c](const auto& x) { return tw::pow(tw::softplus(x[a]) + 0.2, c); });
+            break;
+          default:
+            add("pow(1.5, " + A + ")", [a](const auto& x) { return tw::pow(1.5, x[a]); });
+            break;
         }
         break;
       }
@@ -287,7 +364,9 @@ class chain_generator {
         if (k < 3)
           add(std::string(names[k]) + "(" + A + ", " + B + ")", [a, k, fb = fb](const auto& x) -> value {
             const value b = fb(x);
-            return k == 0 ? tw::maximum(x[a], b) : k == 1 ? tw::minimum(x[a], b) : tw::atan2(x[a], tw::softplus(b) + 0.1);
+            return k == 0   ? tw::maximum(x[a], b)
+                   : k == 1 ? tw::minimum(x[a], b)
+                            : tw::atan2(x[a], tw::softplus(b) + 0.1);
           });
         else
           add(std::string(names[k - 3]) + "(" + C + ", " + A + ")", [a, k, c](const auto& x) -> value {
@@ -301,47 +380,84 @@ class chain_generator {
         static const char* names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
         auto cmp = [k](const value& u, const value& v) -> value {
           switch (k) {
-            case 0: return tw::eq(u, v); case 1: return tw::ne(u, v); case 2: return tw::lt(u, v);
-            case 3: return tw::le(u, v); case 4: return tw::gt(u, v); default: return tw::ge(u, v);
+            case 0:
+              return tw::eq(u, v);
+            case 1:
+              return tw::ne(u, v);
+            case 2:
+              return tw::lt(u, v);
+            case 3:
+              return tw::le(u, v);
+            case 4:
+              return tw::gt(u, v);
+            default:
+              return tw::ge(u, v);
           }
         };
         c_.compares = true;
         if (r_.coin())
           add("where(" + std::string(names[k]) + "(" + A + ", " + B + "), " + A + " * 2, sin(" + B + "))",
-              [a, cmp, fb = fb](const auto& x) { const value b = fb(x); return tw::where(cmp(x[a], b), x[a] * 2.0, tw::sin(b)); });
+              [a, cmp, fb = fb](const auto& x) {
+                const value b = fb(x);
+                return tw::where(cmp(x[a], b), x[a] * 2.0, tw::sin(b));
+              });
         else
-          add(A + " * " + names[k] + "(" + B + ", " + C + ")", [a, c, cmp, fb = fb](const auto& x) { return x[a] * cmp(fb(x), tw::full_like(x[a], c)); });
+          add(A + " * " + names[k] + "(" + B + ", " + C + ")",
+              [a, c, cmp, fb = fb](const auto& x) { return x[a] * cmp(fb(x), tw::full_like(x[a], c)); });
         break;
       }
       case 8: {  // creation ops
         auto [B, fb] = operand_for(a);
         add(A + " * ones_like(" + B + ") + zeros_like(" + A + ") + full_like(" + A + ", " + C + ")",
-            [a, c, fb = fb](const auto& x) { return x[a] * tw::ones_like(fb(x)) + tw::zeros_like(x[a]) + tw::full_like(x[a], c); });
+            [a, c, fb = fb](const auto& x) {
+              return x[a] * tw::ones_like(fb(x)) + tw::zeros_like(x[a]) + tw::full_like(x[a], c);
+            });
         break;
       }
-      case 9: case 10: {  // reductions over all dims, a dim (keepdim), two dims
-        static const char* names[] = {"sum", "mean", "prod", "amax", "amin", "logsumexp", "var", "norm1", "norm2", "norminf"};
+      case 9:
+      case 10: {  // reductions over all dims, a dim (keepdim), two dims
+        static const char* names[] = {"sum",       "mean", "prod",  "amax",  "amin",
+                                      "logsumexp", "var",  "norm1", "norm2", "norminf"};
         const int k = r_.below(10);
         const int how = ra == 0 ? 0 : ra >= 2 ? r_.below(3) : r_.below(2);
         const std::int64_t d = ra ? pick_dim(ra) : 0;
         const bool keep = r_.coin();
         const shape_t dims = ra >= 2 ? shape_t{0, ra - 1} : shape_t{0};
-        std::string t = std::string(names[k]) + "(" + A + (how == 1 ? ", " + std::to_string(d) + (keep ? ", keepdim" : "") : how == 2 ? ", " + dims_str(dims) + (keep ? ", keepdim" : "") : "") + ")";
+        std::string t = std::string(names[k]) + "(" + A +
+                        (how == 1   ? ", " + std::to_string(d) + (keep ? ", keepdim" : "")
+                         : how == 2 ? ", " + dims_str(dims) + (keep ? ", keepdim" : "")
+                                    : "") +
+                        ")";
         add(t, [a, k, how, d, keep, dims](const auto& x) -> value {
           const value& v = x[a];
-          auto red = [&](auto all, auto one, auto many) -> value { return how == 0 ? all() : how == 1 ? one() : many(); };
-#define TOWER_FUZZ_RED(F) red([&] { return value(F(v)); }, [&] { return value(F(v, d, keep)); }, [&] { return value(F(v, dims, keep)); })
+          auto red = [&](auto all, auto one, auto many) -> value {
+            return how == 0 ? all() : how == 1 ? one() : many();
+          };
+#define TOWER_FUZZ_RED(F) \
+  red([&] { return value(F(v)); }, [&] { return value(F(v, d, keep)); }, [&] { return value(F(v, dims, keep)); })
           switch (k) {
-            case 0: return TOWER_FUZZ_RED(tw::sum);
-            case 1: return TOWER_FUZZ_RED(tw::mean);
-            case 2: { const value p = tw::tanh(v) * 0.5 + 1.0; return red([&] { return tw::prod(p); }, [&] { return tw::prod(p, d, keep); }, [&] { return tw::prod(p, dims, keep); }); }
-            case 3: return TOWER_FUZZ_RED(tw::amax);
-            case 4: return TOWER_FUZZ_RED(tw::amin);
-            case 5: return TOWER_FUZZ_RED(tw::logsumexp);
-            case 6: return red([&] { return tw::var(v); }, [&] { return tw::var(v, d, keep); }, [&] { return tw::var(v, dims, keep); });
+            case 0:
+              return TOWER_FUZZ_RED(tw::sum);
+            case 1:
+              return TOWER_FUZZ_RED(tw::mean);
+            case 2: {
+              const value p = tw::tanh(v) * 0.5 + 1.0;
+              return red([&] { return tw::prod(p); }, [&] { return tw::prod(p, d, keep); },
+                         [&] { return tw::prod(p, dims, keep); });
+            }
+            case 3:
+              return TOWER_FUZZ_RED(tw::amax);
+            case 4:
+              return TOWER_FUZZ_RED(tw::amin);
+            case 5:
+              return TOWER_FUZZ_RED(tw::logsumexp);
+            case 6:
+              return red([&] { return tw::var(v); }, [&] { return tw::var(v, d, keep); },
+                         [&] { return tw::var(v, dims, keep); });
             default: {
               const double p = k == 7 ? 1.0 : k == 8 ? 2.0 : inf;
-              return red([&] { return tw::norm(v, p); }, [&] { return tw::norm(v, p, d, keep); }, [&] { return tw::norm(v, p, dims, keep); });
+              return red([&] { return tw::norm(v, p); }, [&] { return tw::norm(v, p, d, keep); },
+                         [&] { return tw::norm(v, p, dims, keep); });
             }
           }
 #undef TOWER_FUZZ_RED
@@ -353,7 +469,8 @@ class chain_generator {
           if (auto b = pick_where([&](const shape_t& s) { return s == sa; }))
             add("dot(" + A + ", " + reg(*b) + ")", [a, b = *b](const auto& x) { return tw::dot(x[a], x[b]); });
         } else if (ra >= 1) {
-          if (auto b = pick_where([&](const shape_t& s) { return s.size() >= 1 && s.back() == sa.back() && broadcastable(s, sa); }))
+          if (auto b = pick_where(
+                  [&](const shape_t& s) { return s.size() >= 1 && s.back() == sa.back() && broadcastable(s, sa); }))
             add("vecdot(" + A + ", " + reg(*b) + ")", [a, b = *b](const auto& x) { return tw::vecdot(x[a], x[b]); });
         }
         break;
@@ -364,16 +481,27 @@ class chain_generator {
         const tensor<double> w = random_tensor(r_, {sa.back(), k});
         const tensor<double> wl = random_tensor(r_, {k, ra >= 2 ? sa[static_cast<std::size_t>(ra - 2)] : sa.back()});
         switch (r_.below(4)) {
-          case 0: add("matmul(" + A + ", W" + shape_str(w.shape()) + ")", [a, w](const auto& x) { return tw::matmul(x[a], value(w)); }); break;
-          case 1: add("matmul(W" + shape_str(wl.shape()) + ", " + A + ")", [a, wl](const auto& x) { return tw::matmul(value(wl), x[a]); }); break;
+          case 0:
+            add("matmul(" + A + ", W" + shape_str(w.shape()) + ")",
+                [a, w](const auto& x) { return tw::matmul(x[a], value(w)); });
+            break;
+          case 1:
+            add("matmul(W" + shape_str(wl.shape()) + ", " + A + ")",
+                [a, wl](const auto& x) { return tw::matmul(value(wl), x[a]); });
+            break;
           case 2:
             if (ra == 2) add("mm(" + A + ", W)", [a, w](const auto& x) { return tw::mm(x[a], value(w)); });
             else if (ra == 1) add("mv(W, " + A + ")", [a, wl](const auto& x) { return tw::mv(value(wl), x[a]); });
             break;
           default:
-            if (ra == 3) add("bmm(" + A + ", transpose(" + A + ", 1, 2))", [a](const auto& x) { return tw::bmm(x[a], tw::transpose(x[a], 1, 2)); });
-            else if (auto b = pick_where([&](const shape_t& s) { return s.size() >= 1 && s.back() == sa.back() && s.size() <= 2; }))
-              add("matmul(" + A + ", transpose(" + reg(*b) + "))", [a, b = *b](const auto& x) { return tw::matmul(x[a], tw::transpose(tw::unsqueeze(x[b], 0), 0, -1)); });
+            if (ra == 3)
+              add("bmm(" + A + ", transpose(" + A + ", 1, 2))",
+                  [a](const auto& x) { return tw::bmm(x[a], tw::transpose(x[a], 1, 2)); });
+            else if (auto b = pick_where(
+                         [&](const shape_t& s) { return s.size() >= 1 && s.back() == sa.back() && s.size() <= 2; }))
+              add("matmul(" + A + ", transpose(" + reg(*b) + "))", [a, b = *b](const auto& x) {
+                return tw::matmul(x[a], tw::transpose(tw::unsqueeze(x[b], 0), 0, -1));
+              });
         }
         break;
       }
@@ -382,7 +510,8 @@ class chain_generator {
           auto b = pick_where([](const shape_t& s) { return s.size() == 1; });
           add("outer(" + A + ", " + reg(*b) + ")", [a, b = *b](const auto& x) { return tw::outer(x[a], x[b]); });
         } else if (ra == 2) {
-          add("trace(matmul(" + A + ", transpose(" + A + ", 0, 1)))", [a](const auto& x) { return tw::trace(tw::matmul(x[a], tw::transpose(x[a], 0, 1))); });
+          add("trace(matmul(" + A + ", transpose(" + A + ", 0, 1)))",
+              [a](const auto& x) { return tw::trace(tw::matmul(x[a], tw::transpose(x[a], 0, 1))); });
         }
         break;
       }
@@ -392,21 +521,34 @@ class chain_generator {
           const value u = tw::stack({tw::tanh(tw::sum(x[a])), tw::sin(tw::mean(x[a]))});
           return std::make_pair(value(W) + tw::outer(u, u) * 0.3, u);
         };
-        if (r_.coin()) add("solve(W + 0.3 outer(u, u), u), u = [tanh(sum(" + A + ")), sin(mean(" + A + "))]", [matrix](const auto& x) { auto [m, u] = matrix(x); return tw::solve(m, u); });
-        else add("cholesky(M Mᵀ + I), M = W + 0.3 outer(u, u), u from " + A, [matrix](const auto& x) {
-          const value m = matrix(x).first;
-          return tw::cholesky(tw::matmul(m, tw::transpose(m, 0, 1)) + value(tw::eye<double>(2)));
-        });
+        if (r_.coin())
+          add("solve(W + 0.3 outer(u, u), u), u = [tanh(sum(" + A + ")), sin(mean(" + A + "))]",
+              [matrix](const auto& x) {
+                auto [m, u] = matrix(x);
+                return tw::solve(m, u);
+              });
+        else
+          add("cholesky(M Mᵀ + I), M = W + 0.3 outer(u, u), u from " + A, [matrix](const auto& x) {
+            const value m = matrix(x).first;
+            return tw::cholesky(tw::matmul(m, tw::transpose(m, 0, 1)) + value(tw::eye<double>(2)));
+          });
         break;
       }
       case 15: {  // reshape family
         switch (r_.below(4)) {
-          case 0: add("reshape(" + A + ", [-1])", [a](const auto& x) { return tw::reshape(x[a], {-1}); }); break;
-          case 1: add("flatten(" + A + ")", [a](const auto& x) { return tw::flatten(x[a]); }); break;
-          case 2: add("squeeze(" + A + ")", [a](const auto& x) { return tw::squeeze(x[a]); }); break;
+          case 0:
+            add("reshape(" + A + ", [-1])", [a](const auto& x) { return tw::reshape(x[a], {-1}); });
+            break;
+          case 1:
+            add("flatten(" + A + ")", [a](const auto& x) { return tw::flatten(x[a]); });
+            break;
+          case 2:
+            add("squeeze(" + A + ")", [a](const auto& x) { return tw::squeeze(x[a]); });
+            break;
           default: {
             const std::int64_t d = r_.below(static_cast<int>(ra + 1));
-            add("unsqueeze(" + A + ", " + std::to_string(d) + ")", [a, d](const auto& x) { return tw::unsqueeze(x[a], d); });
+            add("unsqueeze(" + A + ", " + std::to_string(d) + ")",
+                [a, d](const auto& x) { return tw::unsqueeze(x[a], d); });
           }
         }
         break;
@@ -416,11 +558,13 @@ class chain_generator {
         if (r_.coin()) {
           shape_t s(static_cast<std::size_t>(ra), -1);
           s.insert(s.begin(), n);
-          add("expand(unsqueeze(" + A + ", 0), " + shape_str(s) + ")", [a, s](const auto& x) { return tw::expand(tw::unsqueeze(x[a], 0), s); });
+          add("expand(unsqueeze(" + A + ", 0), " + shape_str(s) + ")",
+              [a, s](const auto& x) { return tw::expand(tw::unsqueeze(x[a], 0), s); });
         } else {
           shape_t s = sa;
           s.insert(s.begin(), n);
-          add("broadcast_to(" + A + ", " + shape_str(s) + ")", [a, s](const auto& x) { return tw::broadcast_to(x[a], s); });
+          add("broadcast_to(" + A + ", " + shape_str(s) + ")",
+              [a, s](const auto& x) { return tw::broadcast_to(x[a], s); });
         }
         break;
       }
@@ -431,9 +575,17 @@ class chain_generator {
         std::shuffle(perm.begin(), perm.end(), r_.g);
         const std::int64_t d0 = pick_dim(ra), d1 = pick_dim(ra);
         switch (r_.below(3)) {
-          case 0: add("permute(" + A + ", " + shape_str(perm) + ")", [a, perm](const auto& x) { return tw::permute(x[a], perm); }); break;
-          case 1: add("transpose(" + A + ", " + std::to_string(d0) + ", " + std::to_string(d1) + ")", [a, d0, d1](const auto& x) { return tw::transpose(x[a], d0, d1); }); break;
-          default: add("movedim(" + A + ", " + std::to_string(d0) + ", " + std::to_string(d1) + ")", [a, d0, d1](const auto& x) { return tw::movedim(x[a], d0, d1); });
+          case 0:
+            add("permute(" + A + ", " + shape_str(perm) + ")",
+                [a, perm](const auto& x) { return tw::permute(x[a], perm); });
+            break;
+          case 1:
+            add("transpose(" + A + ", " + std::to_string(d0) + ", " + std::to_string(d1) + ")",
+                [a, d0, d1](const auto& x) { return tw::transpose(x[a], d0, d1); });
+            break;
+          default:
+            add("movedim(" + A + ", " + std::to_string(d0) + ", " + std::to_string(d1) + ")",
+                [a, d0, d1](const auto& x) { return tw::movedim(x[a], d0, d1); });
         }
         break;
       }
@@ -443,17 +595,28 @@ class chain_generator {
         if (n == 0) break;
         const std::int64_t start = r_.below(static_cast<int>(n)), len = 1 + r_.below(static_cast<int>(n - start));
         switch (r_.below(3)) {
-          case 0: add("narrow(" + A + ", " + std::to_string(d) + ", " + std::to_string(start) + ", " + std::to_string(len) + ")", [a, d, start, len](const auto& x) { return tw::narrow(x[a], d, start, len); }); break;
-          case 1: add("slice(" + A + ", " + std::to_string(d) + ", " + std::to_string(start - n) + ", " + std::to_string(start + len) + ")", [a, d, start, len, n](const auto& x) { return tw::slice(x[a], d, start - n, start + len); }); break;
-          default: add("pad(" + A + ", dim " + std::to_string(d) + ", start " + std::to_string(start) + ", total " + std::to_string(n + start + 1) + ")",
-                       [a, d, start, n](const auto& x) { return tw::call_op(tw::pad_op{d, start, n + start + 1}, x[a]); });
+          case 0:
+            add("narrow(" + A + ", " + std::to_string(d) + ", " + std::to_string(start) + ", " + std::to_string(len) +
+                    ")",
+                [a, d, start, len](const auto& x) { return tw::narrow(x[a], d, start, len); });
+            break;
+          case 1:
+            add("slice(" + A + ", " + std::to_string(d) + ", " + std::to_string(start - n) + ", " +
+                    std::to_string(start + len) + ")",
+                [a, d, start, len, n](const auto& x) { return tw::slice(x[a], d, start - n, start + len); });
+            break;
+          default:
+            add("pad(" + A + ", dim " + std::to_string(d) + ", start " + std::to_string(start) + ", total " +
+                    std::to_string(n + start + 1) + ")",
+                [a, d, start, n](const auto& x) { return tw::call_op(tw::pad_op{d, start, n + start + 1}, x[a]); });
         }
         break;
       }
       case 19: {  // cat, stack
         if (ra == 0) {
           if (auto b = pick_where([](const shape_t& s) { return s.empty(); }))
-            add("stack({" + A + ", " + reg(*b) + ", " + A + " * " + reg(*b) + "})", [a, b = *b](const auto& x) { return tw::stack({x[a], x[b], x[a] * x[b]}); });
+            add("stack({" + A + ", " + reg(*b) + ", " + A + " * " + reg(*b) + "})",
+                [a, b = *b](const auto& x) { return tw::stack({x[a], x[b], x[a] * x[b]}); });
           break;
         }
         const std::int64_t d = pick_dim(ra);
@@ -461,14 +624,17 @@ class chain_generator {
           auto b = pick_where([&](const shape_t& s) {
             if (s.size() != sa.size()) return false;
             for (std::int64_t i = 0; i < ra; ++i)
-              if (i != (d < 0 ? d + ra : d) && s[static_cast<std::size_t>(i)] != sa[static_cast<std::size_t>(i)]) return false;
+              if (i != (d < 0 ? d + ra : d) && s[static_cast<std::size_t>(i)] != sa[static_cast<std::size_t>(i)])
+                return false;
             return true;
           });
-          add("cat({" + A + ", " + reg(*b) + "}, " + std::to_string(d) + ")", [a, b = *b, d](const auto& x) { return tw::cat({x[a], x[b]}, d); });
+          add("cat({" + A + ", " + reg(*b) + "}, " + std::to_string(d) + ")",
+              [a, b = *b, d](const auto& x) { return tw::cat({x[a], x[b]}, d); });
         } else {
           auto b = pick_where([&](const shape_t& s) { return s == sa; });
           const std::int64_t sd = r_.below(static_cast<int>(2 * ra + 2)) - (ra + 1);
-          add("stack({" + A + ", cos(" + reg(*b) + ")}, " + std::to_string(sd) + ")", [a, b = *b, sd](const auto& x) { return tw::stack({x[a], tw::cos(x[b])}, sd); });
+          add("stack({" + A + ", cos(" + reg(*b) + ")}, " + std::to_string(sd) + ")",
+              [a, b = *b, sd](const auto& x) { return tw::stack({x[a], tw::cos(x[b])}, sd); });
         }
         break;
       }
@@ -490,7 +656,8 @@ class chain_generator {
         for (auto& i : idx) i = r_.below(static_cast<int>(2 * n)) - n;
         const int k = r_.below(3);
         if (k == 0) {
-          add("index_select(" + A + ", " + std::to_string(d) + ", " + shape_str(idx) + ")", [a, d, idx](const auto& x) { return tw::index_select(x[a], d, idx); });
+          add("index_select(" + A + ", " + std::to_string(d) + ", " + shape_str(idx) + ")",
+              [a, d, idx](const auto& x) { return tw::index_select(x[a], d, idx); });
           break;
         }
         shape_t is = sa;
@@ -498,37 +665,51 @@ class chain_generator {
         tensor<double> index = random_tensor(r_, is, 0, static_cast<double>(n) - 1e-9);
         for (std::int64_t i = 0; i < index.numel(); ++i) index.data()[i] = std::floor(index.data()[i]);
         if (k == 1)
-          add("gather(" + A + ", " + std::to_string(d) + ", I" + shape_str(is) + ")", [a, d, index](const auto& x) { return tw::gather(x[a], d, value(index)); });
+          add("gather(" + A + ", " + std::to_string(d) + ", I" + shape_str(is) + ")",
+              [a, d, index](const auto& x) { return tw::gather(x[a], d, value(index)); });
         else if (is == sa || tw::numel_of(is) <= tw::numel_of(sa))
-          add("scatter_add(" + A + ", " + std::to_string(d) + ", I, gather(" + A + ", " + std::to_string(d) + ", I) * 0.5)",
-              [a, d, index](const auto& x) { return tw::scatter_add(x[a], d, value(index), tw::gather(x[a], d, value(index)) * 0.5); });
+          add("scatter_add(" + A + ", " + std::to_string(d) + ", I, gather(" + A + ", " + std::to_string(d) +
+                  ", I) * 0.5)",
+              [a, d, index](const auto& x) {
+                return tw::scatter_add(x[a], d, value(index), tw::gather(x[a], d, value(index)) * 0.5);
+              });
         break;
       }
       case 22: {  // softmax, log_softmax
         if (ra == 0) break;
         const std::int64_t d = pick_dim(ra);
-        if (r_.coin()) add("softmax(" + A + ", " + std::to_string(d) + ")", [a, d](const auto& x) { return tw::softmax(x[a], d); });
-        else add("log_softmax(" + A + ", " + std::to_string(d) + ")", [a, d](const auto& x) { return tw::log_softmax(x[a], d); });
+        if (r_.coin())
+          add("softmax(" + A + ", " + std::to_string(d) + ")", [a, d](const auto& x) { return tw::softmax(x[a], d); });
+        else
+          add("log_softmax(" + A + ", " + std::to_string(d) + ")",
+              [a, d](const auto& x) { return tw::log_softmax(x[a], d); });
         break;
       }
       case 23: {  // losses
         auto [B, fb] = operand_for(a);
         switch (r_.below(4)) {
-          case 0: add("mse_loss(" + A + ", " + B + ")", [a, fb = fb](const auto& x) { return tw::mse_loss(x[a], fb(x)); }); break;
-          case 1: add("binary_cross_entropy_with_logits(" + A + ", sigmoid(" + B + "))", [a, fb = fb](const auto& x) { return tw::binary_cross_entropy_with_logits(x[a], tw::sigmoid(fb(x))); }); break;
+          case 0:
+            add("mse_loss(" + A + ", " + B + ")", [a, fb = fb](const auto& x) { return tw::mse_loss(x[a], fb(x)); });
+            break;
+          case 1:
+            add("binary_cross_entropy_with_logits(" + A + ", sigmoid(" + B + "))",
+                [a, fb = fb](const auto& x) { return tw::binary_cross_entropy_with_logits(x[a], tw::sigmoid(fb(x))); });
+            break;
           case 2:
             if (ra == 1 || ra == 2) {
               const std::int64_t classes = sa.back();
               const shape_t ts = ra == 2 ? shape_t{sa[0]} : shape_t{};
               tensor<double> t = random_tensor(r_, ts, 0, static_cast<double>(classes) - 1e-9);
               for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] = std::floor(t.data()[i]);
-              add("cross_entropy(" + A + ", classes " + shape_str(ts) + ")", [a, t](const auto& x) { return tw::cross_entropy(x[a], value(t)); });
+              add("cross_entropy(" + A + ", classes " + shape_str(ts) + ")",
+                  [a, t](const auto& x) { return tw::cross_entropy(x[a], value(t)); });
             }
             break;
           default:
             if (ra == 1 || ra == 2)
               if (auto b = pick_where([&](const shape_t& s) { return s == sa; }))
-                add("cross_entropy(" + A + ", softmax(" + reg(*b) + ", -1))", [a, b = *b](const auto& x) { return tw::cross_entropy(x[a], tw::softmax(x[b], -1)); });
+                add("cross_entropy(" + A + ", softmax(" + reg(*b) + ", -1))",
+                    [a, b = *b](const auto& x) { return tw::cross_entropy(x[a], tw::softmax(x[b], -1)); });
         }
         break;
       }
@@ -545,7 +726,9 @@ class chain_generator {
 
 enum class kind { vmap, vmap_unbatched_arg, vmap_closure, grad, grad_closure, vjp, jvp, jacrev, jacfwd, hessian };
 const char* kind_name(kind k) {
-  static const char* n[] = {"vmap", "vmap(in_dims(d, none))", "vmap(closure)", "grad", "grad(closure)", "vjp", "jvp", "jacrev", "jacfwd", "hessian"};
+  static const char* n[] = {
+      "vmap",   "vmap(in_dims(d, none))", "vmap(closure)", "grad", "grad(closure)", "vjp", "jvp", "jacrev", "jacfwd",
+      "hessian"};
   return n[static_cast<int>(k)];
 }
 
@@ -560,7 +743,8 @@ struct layer {
     std::string t = kind_name(k);
     if (is_vmap()) {
       static const char* s[] = {"automatic", "batched", "chunk_size(2)"};
-      t += "[" + (consumes() ? "in " + std::to_string(in_dim) + ", " : std::string()) + "out " + std::to_string(out_dim) + ", " + s[strategy] + "]";
+      t += "[" + (consumes() ? "in " + std::to_string(in_dim) + ", " : std::string()) + "out " +
+           std::to_string(out_dim) + ", " + s[strategy] + "]";
     }
     return t;
   }
@@ -573,28 +757,36 @@ tensor<double> direction(const shape_t& s) {
   return tensor<double>(s, std::move(v));
 }
 
-value run_vmap(const layer& l, const std::function<value(value, value)>& g2, const fn& g1, const value& x, const value* w) {
+value run_vmap(const layer& l, const std::function<value(value, value)>& g2, const fn& g1, const value& x,
+               const value* w) {
   auto o = tw::out_dims(l.out_dim);
   if (w) {
     auto in = tw::in_dims(l.in_dim, tw::none);
     switch (l.strategy) {
-      case 0: return tw::vmap(g2, in, o)(x, *w);
-      case 1: return tw::vmap(g2, in, o, tw::strategy::batched)(x, *w);
-      default: return tw::vmap(g2, in, o, tw::chunk_size(2))(x, *w);
+      case 0:
+        return tw::vmap(g2, in, o)(x, *w);
+      case 1:
+        return tw::vmap(g2, in, o, tw::strategy::batched)(x, *w);
+      default:
+        return tw::vmap(g2, in, o, tw::chunk_size(2))(x, *w);
     }
   }
   auto in = tw::in_dims(l.in_dim);
   switch (l.strategy) {
-    case 0: return tw::vmap(g1, in, o)(x);
-    case 1: return tw::vmap(g1, in, o, tw::strategy::batched)(x);
-    default: return tw::vmap(g1, in, o, tw::chunk_size(2))(x);
+    case 0:
+      return tw::vmap(g1, in, o)(x);
+    case 1:
+      return tw::vmap(g1, in, o, tw::strategy::batched)(x);
+    default:
+      return tw::vmap(g1, in, o, tw::chunk_size(2))(x);
   }
 }
 
 /// The transform itself, applied to g.
 fn transformed(const layer& l, fn g) {
   switch (l.k) {
-    case kind::vmap: return [l, g](value x) { return run_vmap(l, {}, g, x, nullptr); };
+    case kind::vmap:
+      return [l, g](value x) { return run_vmap(l, {}, g, x, nullptr); };
     case kind::vmap_unbatched_arg:
       return [l, g](value x) {
         const value w = tw::sum(x, l.in_dim) * 0.3;
@@ -609,24 +801,32 @@ fn transformed(const layer& l, fn g) {
         m.in_dim = 0;
         return run_vmap(m, {}, h, X, nullptr);
       };
-    case kind::grad: return [g](value x) { return tw::grad(fn([g](value y) { return tw::sum(g(y)); }))(x); };
-    case kind::grad_closure: return [g](value x) { return tw::grad(fn([g, x](value y) { return tw::sum(g(y + x * 0.5)); }))(x); };
+    case kind::grad:
+      return [g](value x) { return tw::grad(fn([g](value y) { return tw::sum(g(y)); }))(x); };
+    case kind::grad_closure:
+      return [g](value x) { return tw::grad(fn([g, x](value y) { return tw::sum(g(y + x * 0.5)); }))(x); };
     case kind::vjp:
       return [g](value x) {
         auto [y, pull] = tw::vjp(g, x);
         return std::get<0>(pull(value(direction(y.shape()))));
       };
-    case kind::jvp: return [g](value x) { return tw::jvp(g, std::tuple{x}, std::tuple{value(direction(x.shape()))}).second; };
-    case kind::jacrev: return [g](value x) { return tw::jacrev(g)(x); };
-    case kind::jacfwd: return [g](value x) { return tw::jacfwd(g)(x); };
-    case kind::hessian: return [g](value x) { return tw::hessian(fn([g](value y) { return tw::sum(g(y)); }))(x); };
+    case kind::jvp:
+      return [g](value x) { return tw::jvp(g, std::tuple{x}, std::tuple{value(direction(x.shape()))}).second; };
+    case kind::jacrev:
+      return [g](value x) { return tw::jacrev(g)(x); };
+    case kind::jacfwd:
+      return [g](value x) { return tw::jacfwd(g)(x); };
+    case kind::hessian:
+      return [g](value x) { return tw::hessian(fn([g](value y) { return tw::sum(g(y)); }))(x); };
   }
   return g;
 }
 
 tensor<double> eval(const fn& g, const tensor<double>& x) { return g(value(x)).to_tensor(); }
 
-tensor<double> slice_of(const tensor<double>& x, std::int64_t d, std::int64_t b) { return tw::squeeze(tw::narrow(x, d, b, 1), d); }
+tensor<double> slice_of(const tensor<double>& x, std::int64_t d, std::int64_t b) {
+  return tw::squeeze(tw::narrow(x, d, b, 1), d);
+}
 
 /// vmap's definition: a loop over examples, stacked along out_dim. nullopt for an empty batch.
 std::optional<tensor<double>> loop_reference(const layer& l, const fn& g, const tensor<double>& x) {
@@ -650,7 +850,8 @@ std::optional<tensor<double>> loop_reference(const layer& l, const fn& g, const 
 struct difference {
   tensor<double> central, forward, backward;
 };
-difference directional(const std::function<tensor<double>(const tensor<double>&)>& h, const tensor<double>& x, const tensor<double>& v, double step) {
+difference directional(const std::function<tensor<double>(const tensor<double>&)>& h, const tensor<double>& x,
+                       const tensor<double>& v, double step) {
   const tensor<double> y0 = h(x), yp = h(x + v * step), ym = h(x - v * step);
   return {(yp - ym) / (2 * step), (yp - y0) / step, (y0 - ym) / step};
 }
@@ -685,10 +886,12 @@ fd_result fd_jacobian(const std::function<tensor<double>(const tensor<double>&)>
 }
 
 /// The derivative of h along v by differences.
-fd_result fd_directional(const std::function<tensor<double>(const tensor<double>&)>& h, const tensor<double>& x, const tensor<double>& v) {
+fd_result fd_directional(const std::function<tensor<double>(const tensor<double>&)>& h, const tensor<double>& x,
+                         const tensor<double>& v) {
   const difference d = directional(h, x, v, 1e-6), c = directional(h, x, v, 1e-4);
   fd_result r{d.central, c.central, std::vector<bool>(static_cast<std::size_t>(d.central.numel()))};
-  for (std::int64_t i = 0; i < d.central.numel(); ++i) r.kink[static_cast<std::size_t>(i)] = disagree(d.forward.data()[i], d.backward.data()[i]);
+  for (std::int64_t i = 0; i < d.central.numel(); ++i)
+    r.kink[static_cast<std::size_t>(i)] = disagree(d.forward.data()[i], d.backward.data()[i]);
   return r;
 }
 
@@ -700,14 +903,18 @@ struct verdict {
 
 bool close(double a, double b, double tol) { return std::abs(a - b) <= tol * (1 + std::abs(b)); }
 
-verdict mismatch(std::int64_t i, double a, double b) { return {false, "entry " + std::to_string(i) + ": " + num(a) + ", expected " + num(b), 0}; }
+verdict mismatch(std::int64_t i, double a, double b) {
+  return {false, "entry " + std::to_string(i) + ": " + num(a) + ", expected " + num(b), 0};
+}
 
 /// vmap against its loop: the same numbers, NaN for NaN, infinities exactly.
 verdict compare_exact(const tensor<double>& got, const tensor<double>& want) {
-  if (got.shape() != want.shape()) return {false, "shape " + shape_str(got.shape()) + ", expected " + shape_str(want.shape()), 0};
+  if (got.shape() != want.shape())
+    return {false, "shape " + shape_str(got.shape()) + ", expected " + shape_str(want.shape()), 0};
   for (std::int64_t i = 0; i < got.numel(); ++i) {
     const double a = got.data()[i], b = want.data()[i];
-    if (std::isnan(a) != std::isnan(b) || (std::isinf(b) && a != b) || (std::isfinite(b) && !close(a, b, 1e-8))) return mismatch(i, a, b);
+    if (std::isnan(a) != std::isnan(b) || (std::isinf(b) && a != b) || (std::isfinite(b) && !close(a, b, 1e-8)))
+      return mismatch(i, a, b);
   }
   return {};
 }
@@ -717,13 +924,15 @@ verdict compare_exact(const tensor<double>& got, const tensor<double>& want) {
 /// input (NaN propagates), and any mismatch where the point may be an isolated one (eq(a, b) true
 /// at exact zeros only: differences see the other branch on both sides).
 verdict compare_fd(const tensor<double>& got, const fd_result& r, bool input_finite, bool isolated_points) {
-  if (got.shape() != r.fine.shape()) return {false, "shape " + shape_str(got.shape()) + ", expected " + shape_str(r.fine.shape()), 0};
+  if (got.shape() != r.fine.shape())
+    return {false, "shape " + shape_str(got.shape()) + ", expected " + shape_str(r.fine.shape()), 0};
   verdict v;
   const double tol = 1e-4;
   for (std::int64_t i = 0; i < got.numel(); ++i) {
     const double a = got.data()[i], b = r.fine.data()[i], b2 = r.coarse.data()[i];
     if (close(a, b, tol) || close(a, b2, tol)) continue;
-    if (!std::isfinite(b) || r.kink[static_cast<std::size_t>(i)] || !close(b2, b, tol) || (!input_finite && !std::isfinite(a)) || isolated_points) {
+    if (!std::isfinite(b) || r.kink[static_cast<std::size_t>(i)] || !close(b2, b, tol) ||
+        (!input_finite && !std::isfinite(a)) || isolated_points) {
       ++v.skipped;
       continue;
     }
@@ -746,20 +955,26 @@ verdict check_layer(const layer& l, const fn& g, const tensor<double>& x, bool i
   auto h = [&g](const tensor<double>& t) { return eval(g, t); };
   std::function<tensor<double>(const tensor<double>&)> target;
   switch (l.k) {
-    case kind::grad: target = [&](const tensor<double>& t) { return tensor<double>(tw::sum(h(t)).item()); }; break;
-    case kind::grad_closure: target = [&](const tensor<double>& t) { return tensor<double>(tw::sum(h(t + x * 0.5)).item()); }; break;
+    case kind::grad:
+      target = [&](const tensor<double>& t) { return tensor<double>(tw::sum(h(t)).item()); };
+      break;
+    case kind::grad_closure:
+      target = [&](const tensor<double>& t) { return tensor<double>(tw::sum(h(t + x * 0.5)).item()); };
+      break;
     case kind::vjp: {
       const tensor<double> ct = direction(h(x).shape());
       target = [&, ct](const tensor<double>& t) { return tensor<double>(tw::sum(h(t) * ct).item()); };
       break;
     }
-    case kind::jvp: return compare_fd(got, fd_directional(h, x, direction(x.shape())), finite, isolated_points);
+    case kind::jvp:
+      return compare_fd(got, fd_directional(h, x, direction(x.shape())), finite, isolated_points);
     case kind::hessian: {  // differences of grad (checked as a layer of its own)
       const fn gr = transformed(layer{kind::grad}, g);
       target = [gr](const tensor<double>& t) { return eval(gr, t); };
       break;
     }
-    default: target = h;  // jacrev, jacfwd
+    default:
+      target = h;  // jacrev, jacfwd
   }
   // grad-like results have x's shape (the Jacobian of a number is [] + x.shape()).
   return compare_fd(got, fd_jacobian(target, x), finite, isolated_points);
@@ -779,7 +994,8 @@ struct program {
     static const char* edges[] = {"", " [edge values]", " [empty dims]", " [huge sizes]"};
     std::string t = "seed " + std::to_string(seed) + edges[static_cast<int>(e)] + ": ";
     for (const auto& l : layers) t += l.text() + "(";
-    t += "f" + std::string(layers.size(), ')') + " at " + shape_str(in_shapes.empty() ? f.in_shape : in_shapes[0]) + "\n    " + f.text();
+    t += "f" + std::string(layers.size(), ')') + " at " + shape_str(in_shapes.empty() ? f.in_shape : in_shapes[0]) +
+         "\n    " + f.text();
     return t;
   }
 };
@@ -789,11 +1005,16 @@ program generate(std::uint64_t seed) {
   program p;
   p.seed = seed;
   const int u = r.below(20);
-  p.e = u == 0 ? program::edge::values : u == 1 ? program::edge::empty : u == 2 ? program::edge::huge : program::edge::none;
+  p.e = u == 0   ? program::edge::values
+        : u == 1 ? program::edge::empty
+        : u == 2 ? program::edge::huge
+                 : program::edge::none;
   const int depth = 1 + r.below(4);
   for (int i = 0; i < depth; ++i) {
-    static const kind kinds[] = {kind::vmap, kind::vmap, kind::vmap_unbatched_arg, kind::vmap_closure, kind::grad, kind::grad_closure,
-                                 kind::vjp, kind::jvp, kind::jacrev, kind::jacfwd, kind::hessian};
+    static const kind kinds[] = {kind::vmap,         kind::vmap,   kind::vmap_unbatched_arg,
+                                 kind::vmap_closure, kind::grad,   kind::grad_closure,
+                                 kind::vjp,          kind::jvp,    kind::jacrev,
+                                 kind::jacfwd,       kind::hessian};
     layer l{kinds[r.below(11)]};
     l.strategy = r.below(3);
     p.layers.push_back(l);
@@ -836,7 +1057,7 @@ tensor<double> input(rng& r, const shape_t& s, program::edge e) {
   if (e != program::edge::values || x.numel() == 0) return x;
   const int how = r.below(4);
   for (std::int64_t i = 0; i < x.numel(); ++i) {
-    if (how == 0) x.data()[i] = 0;                                           // a zero vector
+    if (how == 0) x.data()[i] = 0;  // a zero vector
     else if (r.coin(0.4)) x.data()[i] = how == 1 ? 0.0 : how == 2 ? (r.coin() ? inf : -inf) : nan_v;
   }
   return x;
@@ -920,8 +1141,9 @@ int main(int argc, char** argv) {
     run(p, t, verbose);
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "runtime_fuzz: seeds " << seed << ".." << seed + static_cast<std::uint64_t>(programs) - 1 << ": " << t.programs << " programs, " << t.checks
-            << " layer checks, " << t.failures << " failures, " << t.bad_input_errors << " clear errors on bad input, " << t.skipped_entries
+  std::cout << "runtime_fuzz: seeds " << seed << ".." << seed + static_cast<std::uint64_t>(programs) - 1 << ": "
+            << t.programs << " programs, " << t.checks << " layer checks, " << t.failures << " failures, "
+            << t.bad_input_errors << " clear errors on bad input, " << t.skipped_entries
             << " entries skipped (kinks, non-finite), " << secs << " s\n";
   return t.failures == 0 ? 0 : 1;
 }

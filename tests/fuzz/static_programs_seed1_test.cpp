@@ -35,10 +35,15 @@ inline constexpr auto p1_f = [](auto r0) {
   return r4;
 };
 inline constexpr auto p1_0 = [](auto x) { return tw::jvp(p1_f, std::tuple{x}, std::tuple{tw::ones_like(x)}).second; };
-inline constexpr auto p1_1 = [](auto x) { return tw::vmap([x](auto y) { return p1_0(y * 0.5 + tw::sin(x)); }, tw::out_dims(-1))(tw::stack({x * 0.5, x * -1.0, x + 1.0})); };
+inline constexpr auto p1_1 = [](auto x) {
+  return tw::vmap([x](auto y) { return p1_0(y * 0.5 + tw::sin(x)); },
+                  tw::out_dims(-1))(tw::stack({x * 0.5, x * -1.0, x + 1.0}));
+};
 inline constexpr auto p1_2 = [](auto x) { return tw::jacrev(p1_1)(x); };
 inline constexpr auto p1_3 = [](auto x) { return tw::vmap(p1_2, tw::in_dims(-1), tw::out_dims(-1))(x); };
-void run_p1() { tower::testing::check_static_program("p1: vmap(jacrev(vmap_closure(jvp(f))))", p1_3, shape_t{3, 1, 3}, 1u); }
+void run_p1() {
+  tower::testing::check_static_program("p1: vmap(jacrev(vmap_closure(jvp(f))))", p1_3, shape_t{3, 1, 3}, 1u);
+}
 
 // program 2: jacrev(vjp(jacfwd(vmap(f))))
 inline constexpr auto p2_f = [](auto r0) {
@@ -51,7 +56,10 @@ inline constexpr auto p2_f = [](auto r0) {
 };
 inline constexpr auto p2_0 = [](auto x) { return tw::vmap(p2_f, tw::in_dims(-1), tw::out_dims(0))(x); };
 inline constexpr auto p2_1 = [](auto x) { return tw::jacfwd(p2_0)(x); };
-inline constexpr auto p2_2 = [](auto x) { auto [y, pull] = tw::vjp(p2_1, x); return std::get<0>(pull(tw::ones_like(y))); };
+inline constexpr auto p2_2 = [](auto x) {
+  auto [y, pull] = tw::vjp(p2_1, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
 inline constexpr auto p2_3 = [](auto x) { return tw::jacrev(p2_2)(x); };
 void run_p2() { tower::testing::check_static_program("p2: jacrev(vjp(jacfwd(vmap(f))))", p2_3, shape_t{1, 3, 3}, 2u); }
 
@@ -65,7 +73,10 @@ inline constexpr auto p3_f = [](auto r0) {
   [[maybe_unused]] auto r6 = tw::minimum(r5, r5);
   return r6;
 };
-inline constexpr auto p3_0 = [](auto x) { return tw::vmap([x](auto y) { return p3_f(y * 0.5 + tw::sin(x)); }, tw::out_dims(-1))(tw::stack({x * 0.5, x * -1.0, x + 1.0})); };
+inline constexpr auto p3_0 = [](auto x) {
+  return tw::vmap([x](auto y) { return p3_f(y * 0.5 + tw::sin(x)); },
+                  tw::out_dims(-1))(tw::stack({x * 0.5, x * -1.0, x + 1.0}));
+};
 inline constexpr auto p3_1 = [](auto x) { return tw::vmap(p3_0, tw::in_dims(-1), tw::out_dims(-1))(x); };
 void run_p3() { tower::testing::check_static_program("p3: vmap(vmap_closure(f))", p3_1, shape_t{2, 2}, 3u); }
 
@@ -97,7 +108,10 @@ inline constexpr auto p6_f = [](auto r0) {
   [[maybe_unused]] auto r6 = tw::abs(r5);
   return r6;
 };
-inline constexpr auto p6_0 = [](auto x) { auto w = tw::sum(x, -1) * 0.3; return tw::vmap([](auto y, auto v) { return p6_f(y + v); }, tw::in_dims(-1, tw::none), tw::out_dims(0))(x, w); };
+inline constexpr auto p6_0 = [](auto x) {
+  auto w = tw::sum(x, -1) * 0.3;
+  return tw::vmap([](auto y, auto v) { return p6_f(y + v); }, tw::in_dims(-1, tw::none), tw::out_dims(0))(x, w);
+};
 void run_p6() { tower::testing::check_static_program("p6: vmap_unbatched_arg(f)", p6_0, shape_t{2, 3}, 6u); }
 
 // program 7: jacrev(vmap_closure(hessian(grad(f))))
@@ -108,9 +122,14 @@ inline constexpr auto p7_f = [](auto r0) {
 };
 inline constexpr auto p7_0 = [](auto x) { return tw::grad([](auto y) { return tw::sum(p7_f(y)); })(x); };
 inline constexpr auto p7_1 = [](auto x) { return tw::hessian([](auto y) { return tw::sum(p7_0(y)); })(x); };
-inline constexpr auto p7_2 = [](auto x) { return tw::vmap([x](auto y) { return p7_1(y * 0.5 + tw::sin(x)); }, tw::out_dims(0))(tw::stack({x * 0.5, x * -1.0, x + 1.0})); };
+inline constexpr auto p7_2 = [](auto x) {
+  return tw::vmap([x](auto y) { return p7_1(y * 0.5 + tw::sin(x)); },
+                  tw::out_dims(0))(tw::stack({x * 0.5, x * -1.0, x + 1.0}));
+};
 inline constexpr auto p7_3 = [](auto x) { return tw::jacrev(p7_2)(x); };
-void run_p7() { tower::testing::check_static_program("p7: jacrev(vmap_closure(hessian(grad(f))))", p7_3, shape_t{1, 3}, 7u); }
+void run_p7() {
+  tower::testing::check_static_program("p7: jacrev(vmap_closure(hessian(grad(f))))", p7_3, shape_t{1, 3}, 7u);
+}
 
 // program 8: grad(vmap_unbatched_arg(vjp(f)))
 inline constexpr auto p8_f = [](auto r0) {
@@ -122,10 +141,18 @@ inline constexpr auto p8_f = [](auto r0) {
   [[maybe_unused]] auto r6 = tw::logsumexp(r5, -1);
   return r6;
 };
-inline constexpr auto p8_0 = [](auto x) { auto [y, pull] = tw::vjp(p8_f, x); return std::get<0>(pull(tw::ones_like(y))); };
-inline constexpr auto p8_1 = [](auto x) { auto w = tw::sum(x, 0) * 0.3; return tw::vmap([](auto y, auto v) { return p8_0(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(0))(x, w); };
+inline constexpr auto p8_0 = [](auto x) {
+  auto [y, pull] = tw::vjp(p8_f, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
+inline constexpr auto p8_1 = [](auto x) {
+  auto w = tw::sum(x, 0) * 0.3;
+  return tw::vmap([](auto y, auto v) { return p8_0(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(0))(x, w);
+};
 inline constexpr auto p8_2 = [](auto x) { return tw::grad([](auto y) { return tw::sum(p8_1(y)); })(x); };
-void run_p8() { tower::testing::check_static_program("p8: grad(vmap_unbatched_arg(vjp(f)))", p8_2, shape_t{1, 1, 1}, 8u); }
+void run_p8() {
+  tower::testing::check_static_program("p8: grad(vmap_unbatched_arg(vjp(f)))", p8_2, shape_t{1, 1, 1}, 8u);
+}
 
 // program 9: grad_closure(vjp(f))
 inline constexpr auto p9_f = [](auto r0) {
@@ -133,7 +160,10 @@ inline constexpr auto p9_f = [](auto r0) {
   [[maybe_unused]] auto r2 = tw::sin(r1) * 0.5 + r1;
   return r2;
 };
-inline constexpr auto p9_0 = [](auto x) { auto [y, pull] = tw::vjp(p9_f, x); return std::get<0>(pull(tw::ones_like(y))); };
+inline constexpr auto p9_0 = [](auto x) {
+  auto [y, pull] = tw::vjp(p9_f, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
 inline constexpr auto p9_1 = [](auto x) { return tw::grad([x](auto y) { return tw::sum(p9_0(y + x * 0.5)); })(x); };
 void run_p9() { tower::testing::check_static_program("p9: grad_closure(vjp(f))", p9_1, shape_t{2}, 9u); }
 
@@ -191,10 +221,19 @@ inline constexpr auto p14_f = [](auto r0) {
   [[maybe_unused]] auto r4 = tw::maximum(r3, r2);
   return r4;
 };
-inline constexpr auto p14_0 = [](auto x) { return tw::vmap([x](auto y) { return p14_f(y * 0.5 + tw::sin(x)); }, tw::out_dims(0))(tw::stack({x * 0.5, x * -1.0, x + 1.0})); };
+inline constexpr auto p14_0 = [](auto x) {
+  return tw::vmap([x](auto y) { return p14_f(y * 0.5 + tw::sin(x)); },
+                  tw::out_dims(0))(tw::stack({x * 0.5, x * -1.0, x + 1.0}));
+};
 inline constexpr auto p14_1 = [](auto x) { return tw::jacrev(p14_0)(x); };
-inline constexpr auto p14_2 = [](auto x) { auto w = tw::sum(x, 0) * 0.3; return tw::vmap([](auto y, auto v) { return p14_1(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(0))(x, w); };
-void run_p14() { tower::testing::check_static_program("p14: vmap_unbatched_arg(jacrev(vmap_closure(f)))", p14_2, shape_t{1, 1, 1}, 14u); }
+inline constexpr auto p14_2 = [](auto x) {
+  auto w = tw::sum(x, 0) * 0.3;
+  return tw::vmap([](auto y, auto v) { return p14_1(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(0))(x, w);
+};
+void run_p14() {
+  tower::testing::check_static_program("p14: vmap_unbatched_arg(jacrev(vmap_closure(f)))", p14_2, shape_t{1, 1, 1},
+                                       14u);
+}
 
 // program 15: vjp(vmap(f))
 inline constexpr auto p15_f = [](auto r0) {
@@ -203,7 +242,10 @@ inline constexpr auto p15_f = [](auto r0) {
   return r2;
 };
 inline constexpr auto p15_0 = [](auto x) { return tw::vmap(p15_f, tw::in_dims(0), tw::out_dims(0))(x); };
-inline constexpr auto p15_1 = [](auto x) { auto [y, pull] = tw::vjp(p15_0, x); return std::get<0>(pull(tw::ones_like(y))); };
+inline constexpr auto p15_1 = [](auto x) {
+  auto [y, pull] = tw::vjp(p15_0, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
 void run_p15() { tower::testing::check_static_program("p15: vjp(vmap(f))", p15_1, shape_t{3, 3, 1}, 15u); }
 
 }  // namespace

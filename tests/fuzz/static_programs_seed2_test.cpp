@@ -35,7 +35,9 @@ inline constexpr auto p1_f = [](auto r0) {
 inline constexpr auto p1_0 = [](auto x) { return tw::grad([x](auto y) { return tw::sum(p1_f(y + x * 0.5)); })(x); };
 inline constexpr auto p1_1 = [](auto x) { return tw::vmap(p1_0, tw::in_dims(1), tw::out_dims(-1))(x); };
 inline constexpr auto p1_2 = [](auto x) { return tw::vmap(p1_1, tw::in_dims(-1), tw::out_dims(-1))(x); };
-void run_p1() { tower::testing::check_static_program("p1: vmap(vmap(grad_closure(f)))", p1_2, shape_t{2, 2, 2, 1}, 1u); }
+void run_p1() {
+  tower::testing::check_static_program("p1: vmap(vmap(grad_closure(f)))", p1_2, shape_t{2, 2, 2, 1}, 1u);
+}
 
 // program 2: jvp(hessian(jacrev(vmap_closure(f))))
 inline constexpr auto p2_f = [](auto r0) {
@@ -47,11 +49,16 @@ inline constexpr auto p2_f = [](auto r0) {
   [[maybe_unused]] auto r6 = tw::sin(r5) * 0.5 + r5;
   return r6;
 };
-inline constexpr auto p2_0 = [](auto x) { return tw::vmap([x](auto y) { return p2_f(y * 0.5 + tw::sin(x)); }, tw::out_dims(-1))(tw::stack({x * 0.5, x * -1.0, x + 1.0})); };
+inline constexpr auto p2_0 = [](auto x) {
+  return tw::vmap([x](auto y) { return p2_f(y * 0.5 + tw::sin(x)); },
+                  tw::out_dims(-1))(tw::stack({x * 0.5, x * -1.0, x + 1.0}));
+};
 inline constexpr auto p2_1 = [](auto x) { return tw::jacrev(p2_0)(x); };
 inline constexpr auto p2_2 = [](auto x) { return tw::hessian([](auto y) { return tw::sum(p2_1(y)); })(x); };
 inline constexpr auto p2_3 = [](auto x) { return tw::jvp(p2_2, std::tuple{x}, std::tuple{tw::ones_like(x)}).second; };
-void run_p2() { tower::testing::check_static_program("p2: jvp(hessian(jacrev(vmap_closure(f))))", p2_3, shape_t{2, 2}, 2u); }
+void run_p2() {
+  tower::testing::check_static_program("p2: jvp(hessian(jacrev(vmap_closure(f))))", p2_3, shape_t{2, 2}, 2u);
+}
 
 // program 3: hessian(jacfwd(vmap(f)))
 inline constexpr auto p3_f = [](auto r0) {
@@ -84,9 +91,17 @@ inline constexpr auto p5_f = [](auto r0) {
   [[maybe_unused]] auto r6 = tw::sum(r0);
   return r6;
 };
-inline constexpr auto p5_0 = [](auto x) { auto w = tw::sum(x, -1) * 0.3; return tw::vmap([](auto y, auto v) { return p5_f(y + v); }, tw::in_dims(-1, tw::none), tw::out_dims(0))(x, w); };
-inline constexpr auto p5_1 = [](auto x) { auto w = tw::sum(x, 0) * 0.3; return tw::vmap([](auto y, auto v) { return p5_0(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(-1))(x, w); };
-void run_p5() { tower::testing::check_static_program("p5: vmap_unbatched_arg(vmap_unbatched_arg(f))", p5_1, shape_t{2, 2, 2}, 5u); }
+inline constexpr auto p5_0 = [](auto x) {
+  auto w = tw::sum(x, -1) * 0.3;
+  return tw::vmap([](auto y, auto v) { return p5_f(y + v); }, tw::in_dims(-1, tw::none), tw::out_dims(0))(x, w);
+};
+inline constexpr auto p5_1 = [](auto x) {
+  auto w = tw::sum(x, 0) * 0.3;
+  return tw::vmap([](auto y, auto v) { return p5_0(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(-1))(x, w);
+};
+void run_p5() {
+  tower::testing::check_static_program("p5: vmap_unbatched_arg(vmap_unbatched_arg(f))", p5_1, shape_t{2, 2, 2}, 5u);
+}
 
 // program 6: grad(jacfwd(vjp(f)))
 inline constexpr auto p6_f = [](auto r0) {
@@ -98,7 +113,10 @@ inline constexpr auto p6_f = [](auto r0) {
   [[maybe_unused]] auto r6 = tw::amax(r5, -1);
   return r6;
 };
-inline constexpr auto p6_0 = [](auto x) { auto [y, pull] = tw::vjp(p6_f, x); return std::get<0>(pull(tw::ones_like(y))); };
+inline constexpr auto p6_0 = [](auto x) {
+  auto [y, pull] = tw::vjp(p6_f, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
 inline constexpr auto p6_1 = [](auto x) { return tw::jacfwd(p6_0)(x); };
 inline constexpr auto p6_2 = [](auto x) { return tw::grad([](auto y) { return tw::sum(p6_1(y)); })(x); };
 void run_p6() { tower::testing::check_static_program("p6: grad(jacfwd(vjp(f)))", p6_2, shape_t{3}, 6u); }
@@ -113,14 +131,18 @@ inline constexpr auto p7_f = [](auto r0) {
   [[maybe_unused]] auto r6 = tw::square(r4);
   return r6;
 };
-inline constexpr auto p7_0 = [](auto x) { auto [y, pull] = tw::vjp(p7_f, x); return std::get<0>(pull(tw::ones_like(y))); };
+inline constexpr auto p7_0 = [](auto x) {
+  auto [y, pull] = tw::vjp(p7_f, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
 void run_p7() { tower::testing::check_static_program("p7: vjp(f)", p7_0, shape_t{1, 1}, 7u); }
 
 // program 8: vmap(jacrev(vmap(f)))
 inline constexpr auto p8_f = [](auto r0) {
   [[maybe_unused]] auto r1 = tw::softmax(r0, -1);
   [[maybe_unused]] auto r2 = tw::atan2(r1, tw::softplus(r0) + 0.1);
-  [[maybe_unused]] auto r3 = tw::matmul(r2, tw::tensor<double>(shape_t{3, 2}, std::vector<double>{-0.584, 0.177, -0.852, -0.431, -0.254, 0.871}));
+  [[maybe_unused]] auto r3 = tw::matmul(
+      r2, tw::tensor<double>(shape_t{3, 2}, std::vector<double>{-0.584, 0.177, -0.852, -0.431, -0.254, 0.871}));
   [[maybe_unused]] auto r4 = tw::matmul(r3, tw::tensor<double>(shape_t{2, 1}, std::vector<double>{-0.768, -0.253}));
   return r4;
 };
@@ -147,7 +169,10 @@ inline constexpr auto p10_f = [](auto r0) {
   return r3;
 };
 inline constexpr auto p10_0 = [](auto x) { return tw::jvp(p10_f, std::tuple{x}, std::tuple{tw::ones_like(x)}).second; };
-inline constexpr auto p10_1 = [](auto x) { auto [y, pull] = tw::vjp(p10_0, x); return std::get<0>(pull(tw::ones_like(y))); };
+inline constexpr auto p10_1 = [](auto x) {
+  auto [y, pull] = tw::vjp(p10_0, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
 inline constexpr auto p10_2 = [](auto x) { return tw::jvp(p10_1, std::tuple{x}, std::tuple{tw::ones_like(x)}).second; };
 inline constexpr auto p10_3 = [](auto x) { return tw::jacrev(p10_2)(x); };
 void run_p10() { tower::testing::check_static_program("p10: jacrev(jvp(vjp(jvp(f))))", p10_3, shape_t{2, 1}, 10u); }
@@ -160,7 +185,10 @@ inline constexpr auto p11_f = [](auto r0) {
   [[maybe_unused]] auto r4 = tw::sin(r3) * 0.5 + r3;
   return r4;
 };
-inline constexpr auto p11_0 = [](auto x) { auto w = tw::sum(x, 0) * 0.3; return tw::vmap([](auto y, auto v) { return p11_f(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(-1))(x, w); };
+inline constexpr auto p11_0 = [](auto x) {
+  auto w = tw::sum(x, 0) * 0.3;
+  return tw::vmap([](auto y, auto v) { return p11_f(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(-1))(x, w);
+};
 void run_p11() { tower::testing::check_static_program("p11: vmap_unbatched_arg(f)", p11_0, shape_t{1, 2, 1}, 11u); }
 
 // program 12: vmap_closure(vjp(grad_closure(jacfwd(f))))
@@ -174,9 +202,17 @@ inline constexpr auto p12_f = [](auto r0) {
 };
 inline constexpr auto p12_0 = [](auto x) { return tw::jacfwd(p12_f)(x); };
 inline constexpr auto p12_1 = [](auto x) { return tw::grad([x](auto y) { return tw::sum(p12_0(y + x * 0.5)); })(x); };
-inline constexpr auto p12_2 = [](auto x) { auto [y, pull] = tw::vjp(p12_1, x); return std::get<0>(pull(tw::ones_like(y))); };
-inline constexpr auto p12_3 = [](auto x) { return tw::vmap([x](auto y) { return p12_2(y * 0.5 + tw::sin(x)); }, tw::out_dims(-1))(tw::stack({x * 0.5, x * -1.0, x + 1.0})); };
-void run_p12() { tower::testing::check_static_program("p12: vmap_closure(vjp(grad_closure(jacfwd(f))))", p12_3, shape_t{2}, 12u); }
+inline constexpr auto p12_2 = [](auto x) {
+  auto [y, pull] = tw::vjp(p12_1, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
+inline constexpr auto p12_3 = [](auto x) {
+  return tw::vmap([x](auto y) { return p12_2(y * 0.5 + tw::sin(x)); },
+                  tw::out_dims(-1))(tw::stack({x * 0.5, x * -1.0, x + 1.0}));
+};
+void run_p12() {
+  tower::testing::check_static_program("p12: vmap_closure(vjp(grad_closure(jacfwd(f))))", p12_3, shape_t{2}, 12u);
+}
 
 // program 13: grad_closure(f)
 inline constexpr auto p13_f = [](auto r0) {
@@ -193,11 +229,15 @@ void run_p13() { tower::testing::check_static_program("p13: grad_closure(f)", p1
 
 // program 14: jvp(vmap_closure(f))
 inline constexpr auto p14_f = [](auto r0) {
-  [[maybe_unused]] auto r1 = tw::matmul(r0, tw::tensor<double>(shape_t{2, 3}, std::vector<double>{0.844, -0.081, 0.755, -0.079, 0.974, 0.227}));
+  [[maybe_unused]] auto r1 = tw::matmul(
+      r0, tw::tensor<double>(shape_t{2, 3}, std::vector<double>{0.844, -0.081, 0.755, -0.079, 0.974, 0.227}));
   [[maybe_unused]] auto r2 = tw::narrow(r1, -1, 1, 2);
   return r2;
 };
-inline constexpr auto p14_0 = [](auto x) { return tw::vmap([x](auto y) { return p14_f(y * 0.5 + tw::sin(x)); }, tw::out_dims(0))(tw::stack({x * 0.5, x * -1.0, x + 1.0})); };
+inline constexpr auto p14_0 = [](auto x) {
+  return tw::vmap([x](auto y) { return p14_f(y * 0.5 + tw::sin(x)); },
+                  tw::out_dims(0))(tw::stack({x * 0.5, x * -1.0, x + 1.0}));
+};
 inline constexpr auto p14_1 = [](auto x) { return tw::jvp(p14_0, std::tuple{x}, std::tuple{tw::ones_like(x)}).second; };
 void run_p14() { tower::testing::check_static_program("p14: jvp(vmap_closure(f))", p14_1, shape_t{2}, 14u); }
 
@@ -208,7 +248,10 @@ inline constexpr auto p15_f = [](auto r0) {
   [[maybe_unused]] auto r3 = tw::transpose(r2, 0, 1);
   return r3;
 };
-inline constexpr auto p15_0 = [](auto x) { auto [y, pull] = tw::vjp(p15_f, x); return std::get<0>(pull(tw::ones_like(y))); };
+inline constexpr auto p15_0 = [](auto x) {
+  auto [y, pull] = tw::vjp(p15_f, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
 inline constexpr auto p15_1 = [](auto x) { return tw::jvp(p15_0, std::tuple{x}, std::tuple{tw::ones_like(x)}).second; };
 void run_p15() { tower::testing::check_static_program("p15: jvp(vjp(f))", p15_1, shape_t{3, 2}, 15u); }
 

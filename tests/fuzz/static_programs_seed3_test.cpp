@@ -16,7 +16,8 @@ namespace {
 // program 0: jacfwd(jacrev(f))
 inline constexpr auto p0_f = [](auto r0) {
   [[maybe_unused]] auto r1 = tw::reciprocal(tw::softplus(r0) + 0.2);
-  [[maybe_unused]] auto r2 = tw::matmul(r1, tw::tensor<double>(shape_t{2, 2}, std::vector<double>{0.102, -0.617, 0.434, 0.082}));
+  [[maybe_unused]] auto r2 =
+      tw::matmul(r1, tw::tensor<double>(shape_t{2, 2}, std::vector<double>{0.102, -0.617, 0.434, 0.082}));
   [[maybe_unused]] auto r3 = tw::cat(std::tuple{r2, tw::sin(r2)}, -1);
   [[maybe_unused]] auto r4 = tw::log(tw::softplus(r3) + 0.2);
   [[maybe_unused]] auto r5 = tw::asin(tw::tanh(r4) * 0.9);
@@ -30,7 +31,8 @@ void run_p0() { tower::testing::check_static_program("p0: jacfwd(jacrev(f))", p0
 // program 1: grad(f)
 inline constexpr auto p1_f = [](auto r0) {
   [[maybe_unused]] auto r1 = tw::transpose(r0, 0, 1);
-  [[maybe_unused]] auto r2 = tw::matmul(r1, tw::tensor<double>(shape_t{3, 1}, std::vector<double>{0.758, -0.805, -0.728}));
+  [[maybe_unused]] auto r2 =
+      tw::matmul(r1, tw::tensor<double>(shape_t{3, 1}, std::vector<double>{0.758, -0.805, -0.728}));
   [[maybe_unused]] auto r3 = tw::reshape(r2, {-1});
   [[maybe_unused]] auto r4 = tw::narrow(r3, -1, 1, 2);
   [[maybe_unused]] auto r5 = tw::cat(std::tuple{r4, tw::sin(r4)}, -1);
@@ -42,7 +44,9 @@ void run_p1() { tower::testing::check_static_program("p1: grad(f)", p1_0, shape_
 // program 2: grad(f)
 inline constexpr auto p2_f = [](auto r0) {
   [[maybe_unused]] auto r1 = tw::pow(tw::softplus(r0) + 0.2, tw::tanh(r0) * 2.0);
-  [[maybe_unused]] auto r2 = tw::matmul(r1, tw::tensor<double>(shape_t{3, 3}, std::vector<double>{0.98, -0.823, 0.601, -0.179, -0.698, -0.412, 0.538, 0.746, -0.912}));
+  [[maybe_unused]] auto r2 = tw::matmul(
+      r1, tw::tensor<double>(shape_t{3, 3},
+                             std::vector<double>{0.98, -0.823, 0.601, -0.179, -0.698, -0.412, 0.538, 0.746, -0.912}));
   [[maybe_unused]] auto r3 = tw::exp(r2 * 0.5);
   [[maybe_unused]] auto r4 = tw::logsumexp(r3, -1);
   return r4;
@@ -70,10 +74,16 @@ inline constexpr auto p4_f = [](auto r0) {
   [[maybe_unused]] auto r6 = tw::sin(r5) * 0.5 + r5;
   return r6;
 };
-inline constexpr auto p4_0 = [](auto x) { auto [y, pull] = tw::vjp(p4_f, x); return std::get<0>(pull(tw::ones_like(y))); };
+inline constexpr auto p4_0 = [](auto x) {
+  auto [y, pull] = tw::vjp(p4_f, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
 inline constexpr auto p4_1 = [](auto x) { return tw::jacrev(p4_0)(x); };
 inline constexpr auto p4_2 = [](auto x) { return tw::jvp(p4_1, std::tuple{x}, std::tuple{tw::ones_like(x)}).second; };
-inline constexpr auto p4_3 = [](auto x) { auto [y, pull] = tw::vjp(p4_2, x); return std::get<0>(pull(tw::ones_like(y))); };
+inline constexpr auto p4_3 = [](auto x) {
+  auto [y, pull] = tw::vjp(p4_2, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
 void run_p4() { tower::testing::check_static_program("p4: vjp(jvp(jacrev(vjp(f))))", p4_3, shape_t{3}, 4u); }
 
 // program 5: vmap(jacfwd(vmap(hessian(f))))
@@ -88,7 +98,9 @@ inline constexpr auto p5_0 = [](auto x) { return tw::hessian([](auto y) { return
 inline constexpr auto p5_1 = [](auto x) { return tw::vmap(p5_0, tw::in_dims(1), tw::out_dims(-1))(x); };
 inline constexpr auto p5_2 = [](auto x) { return tw::jacfwd(p5_1)(x); };
 inline constexpr auto p5_3 = [](auto x) { return tw::vmap(p5_2, tw::in_dims(-1), tw::out_dims(0))(x); };
-void run_p5() { tower::testing::check_static_program("p5: vmap(jacfwd(vmap(hessian(f))))", p5_3, shape_t{2, 1, 1}, 5u); }
+void run_p5() {
+  tower::testing::check_static_program("p5: vmap(jacfwd(vmap(hessian(f))))", p5_3, shape_t{2, 1, 1}, 5u);
+}
 
 // program 6: hessian(vmap(vmap(jacfwd(f))))
 inline constexpr auto p6_f = [](auto r0) {
@@ -101,7 +113,9 @@ inline constexpr auto p6_0 = [](auto x) { return tw::jacfwd(p6_f)(x); };
 inline constexpr auto p6_1 = [](auto x) { return tw::vmap(p6_0, tw::in_dims(1), tw::out_dims(-1))(x); };
 inline constexpr auto p6_2 = [](auto x) { return tw::vmap(p6_1, tw::in_dims(-1), tw::out_dims(-1))(x); };
 inline constexpr auto p6_3 = [](auto x) { return tw::hessian([](auto y) { return tw::sum(p6_2(y)); })(x); };
-void run_p6() { tower::testing::check_static_program("p6: hessian(vmap(vmap(jacfwd(f))))", p6_3, shape_t{2, 1, 3, 3}, 6u); }
+void run_p6() {
+  tower::testing::check_static_program("p6: hessian(vmap(vmap(jacfwd(f))))", p6_3, shape_t{2, 1, 3, 3}, 6u);
+}
 
 // program 7: jacfwd(vmap_unbatched_arg(vjp(f)))
 inline constexpr auto p7_f = [](auto r0) {
@@ -112,10 +126,18 @@ inline constexpr auto p7_f = [](auto r0) {
   [[maybe_unused]] auto r5 = tw::tan(tw::tanh(r1));
   return r5;
 };
-inline constexpr auto p7_0 = [](auto x) { auto [y, pull] = tw::vjp(p7_f, x); return std::get<0>(pull(tw::ones_like(y))); };
-inline constexpr auto p7_1 = [](auto x) { auto w = tw::sum(x, -1) * 0.3; return tw::vmap([](auto y, auto v) { return p7_0(y + v); }, tw::in_dims(-1, tw::none), tw::out_dims(-1))(x, w); };
+inline constexpr auto p7_0 = [](auto x) {
+  auto [y, pull] = tw::vjp(p7_f, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
+inline constexpr auto p7_1 = [](auto x) {
+  auto w = tw::sum(x, -1) * 0.3;
+  return tw::vmap([](auto y, auto v) { return p7_0(y + v); }, tw::in_dims(-1, tw::none), tw::out_dims(-1))(x, w);
+};
 inline constexpr auto p7_2 = [](auto x) { return tw::jacfwd(p7_1)(x); };
-void run_p7() { tower::testing::check_static_program("p7: jacfwd(vmap_unbatched_arg(vjp(f)))", p7_2, shape_t{3, 2, 1}, 7u); }
+void run_p7() {
+  tower::testing::check_static_program("p7: jacfwd(vmap_unbatched_arg(vjp(f)))", p7_2, shape_t{3, 2, 1}, 7u);
+}
 
 // program 8: vmap(vmap_closure(vmap(f)))
 inline constexpr auto p8_f = [](auto r0) {
@@ -128,18 +150,25 @@ inline constexpr auto p8_f = [](auto r0) {
   return r6;
 };
 inline constexpr auto p8_0 = [](auto x) { return tw::vmap(p8_f, tw::in_dims(0), tw::out_dims(-1))(x); };
-inline constexpr auto p8_1 = [](auto x) { return tw::vmap([x](auto y) { return p8_0(y * 0.5 + tw::sin(x)); }, tw::out_dims(0))(tw::stack({x * 0.5, x * -1.0, x + 1.0})); };
+inline constexpr auto p8_1 = [](auto x) {
+  return tw::vmap([x](auto y) { return p8_0(y * 0.5 + tw::sin(x)); },
+                  tw::out_dims(0))(tw::stack({x * 0.5, x * -1.0, x + 1.0}));
+};
 inline constexpr auto p8_2 = [](auto x) { return tw::vmap(p8_1, tw::in_dims(0), tw::out_dims(0))(x); };
 void run_p8() { tower::testing::check_static_program("p8: vmap(vmap_closure(vmap(f)))", p8_2, shape_t{3, 2, 3}, 8u); }
 
 // program 9: vmap_unbatched_arg(f)
 inline constexpr auto p9_f = [](auto r0) {
-  [[maybe_unused]] auto r1 = tw::matmul(r0, tw::tensor<double>(shape_t{2, 3}, std::vector<double>{0.142, -0.199, 0.513, -0.503, 0.236, 0.039}));
+  [[maybe_unused]] auto r1 = tw::matmul(
+      r0, tw::tensor<double>(shape_t{2, 3}, std::vector<double>{0.142, -0.199, 0.513, -0.503, 0.236, 0.039}));
   [[maybe_unused]] auto r2 = tw::sum(r1, -1);
   [[maybe_unused]] auto r3 = tw::square(r2);
   return r3;
 };
-inline constexpr auto p9_0 = [](auto x) { auto w = tw::sum(x, 0) * 0.3; return tw::vmap([](auto y, auto v) { return p9_f(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(0))(x, w); };
+inline constexpr auto p9_0 = [](auto x) {
+  auto w = tw::sum(x, 0) * 0.3;
+  return tw::vmap([](auto y, auto v) { return p9_f(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(0))(x, w);
+};
 void run_p9() { tower::testing::check_static_program("p9: vmap_unbatched_arg(f)", p9_0, shape_t{2, 2}, 9u); }
 
 // program 10: vmap(f)
@@ -175,8 +204,14 @@ inline constexpr auto p12_f = [](auto r0) {
 inline constexpr auto p12_0 = [](auto x) { return tw::grad([x](auto y) { return tw::sum(p12_f(y + x * 0.5)); })(x); };
 inline constexpr auto p12_1 = [](auto x) { return tw::grad([x](auto y) { return tw::sum(p12_0(y + x * 0.5)); })(x); };
 inline constexpr auto p12_2 = [](auto x) { return tw::vmap(p12_1, tw::in_dims(0), tw::out_dims(-1))(x); };
-inline constexpr auto p12_3 = [](auto x) { auto w = tw::sum(x, 0) * 0.3; return tw::vmap([](auto y, auto v) { return p12_2(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(-1))(x, w); };
-void run_p12() { tower::testing::check_static_program("p12: vmap_unbatched_arg(vmap(grad_closure(grad_closure(f))))", p12_3, shape_t{3, 1, 1, 2}, 12u); }
+inline constexpr auto p12_3 = [](auto x) {
+  auto w = tw::sum(x, 0) * 0.3;
+  return tw::vmap([](auto y, auto v) { return p12_2(y + v); }, tw::in_dims(0, tw::none), tw::out_dims(-1))(x, w);
+};
+void run_p12() {
+  tower::testing::check_static_program("p12: vmap_unbatched_arg(vmap(grad_closure(grad_closure(f))))", p12_3,
+                                       shape_t{3, 1, 1, 2}, 12u);
+}
 
 // program 13: jacfwd(f)
 inline constexpr auto p13_f = [](auto r0) {
@@ -203,17 +238,25 @@ void run_p14() { tower::testing::check_static_program("p14: jacrev(f)", p14_0, s
 inline constexpr auto p15_f = [](auto r0) {
   [[maybe_unused]] auto r1 = tw::transpose(r0, 0, 1);
   [[maybe_unused]] auto r2 = tw::cat(std::tuple{r1, tw::sin(r1)}, -1);
-  [[maybe_unused]] auto r3 = tw::matmul(r2, tw::tensor<double>(shape_t{6, 3}, std::vector<double>{-0.033, 0.397, 0.901, 0.173, 0.716, -0.727, 0.504, -0.707, 0.031, 0.87, 0.703, 0.076, 0.559, 0.343, 0.711, 0.19, 0.169, 0.968}));
+  [[maybe_unused]] auto r3 =
+      tw::matmul(r2, tw::tensor<double>(shape_t{6, 3}, std::vector<double>{-0.033, 0.397, 0.901, 0.173, 0.716, -0.727,
+                                                                           0.504, -0.707, 0.031, 0.87, 0.703, 0.076,
+                                                                           0.559, 0.343, 0.711, 0.19, 0.169, 0.968}));
   [[maybe_unused]] auto r4 = tw::sigmoid(r2);
   [[maybe_unused]] auto r5 = tw::cat(std::tuple{r4, tw::sin(r4)}, -1);
   [[maybe_unused]] auto r6 = tw::sum(r5, 0);
   return r6;
 };
 inline constexpr auto p15_0 = [](auto x) { return tw::vmap(p15_f, tw::in_dims(1), tw::out_dims(0))(x); };
-inline constexpr auto p15_1 = [](auto x) { auto [y, pull] = tw::vjp(p15_0, x); return std::get<0>(pull(tw::ones_like(y))); };
+inline constexpr auto p15_1 = [](auto x) {
+  auto [y, pull] = tw::vjp(p15_0, x);
+  return std::get<0>(pull(tw::ones_like(y)));
+};
 inline constexpr auto p15_2 = [](auto x) { return tw::jacrev(p15_1)(x); };
 inline constexpr auto p15_3 = [](auto x) { return tw::grad([x](auto y) { return tw::sum(p15_2(y + x * 0.5)); })(x); };
-void run_p15() { tower::testing::check_static_program("p15: grad_closure(jacrev(vjp(vmap(f))))", p15_3, shape_t{3, 2, 1}, 15u); }
+void run_p15() {
+  tower::testing::check_static_program("p15: grad_closure(jacrev(vjp(vmap(f))))", p15_3, shape_t{3, 2, 1}, 15u);
+}
 
 }  // namespace
 

@@ -32,7 +32,8 @@ shape_t for_each_matrix_pair(const char* op, const shape_t& a, const shape_t& b,
 
 inline void require_matrices(const char* op, const shape_t& a, const shape_t& b) {
   if (a.size() < 2 || b.size() < 2)
-    throw error(std::string(op) + ": expected matrices (rank >= 2), got shapes " + detail::shape_str(a) + " and " + detail::shape_str(b));
+    throw error(std::string(op) + ": expected matrices (rank >= 2), got shapes " + detail::shape_str(a) + " and " +
+                detail::shape_str(b));
 }
 
 /// The positions of the nonzeros among the n entries at p, into pos, if there are at most n / 8
@@ -90,9 +91,9 @@ bool scale_checked(const T* r, std::int64_t rows, std::int64_t m, Scale scale, T
     const T* ri = r + i * m;
     T* o = out + i * m;
     std::int64_t c = 0;
-TOWER_LOOP_OF_BLOCKS
+    TOWER_LOOP_OF_BLOCKS
     for (; c + 8 <= m; c += 8) {
-TOWER_NO_ALIAS_LOOP
+      TOWER_NO_ALIAS_LOOP
       for (std::int64_t u = 0; u < 8; ++u) {
         const T v = ri[c + u];
         o[c + u] = scale(i, c + u) * v;
@@ -153,7 +154,8 @@ void product_into(const T* l, std::int64_t rows, std::int64_t k, const T* r, std
                   bool l_known_diagonal = false) {
   // A diagonal l (the basis after elementwise ops): one scaled row of r per row of l. Known
   // (tensor::known_diagonal) or found by one pass over l.
-  if (rows == k && m >= 8 && k >= 8 && (l_known_diagonal || is_diagonal(l, k)) && diagonal_product(l, k, r, m, r_transposed, out))
+  if (rows == k && m >= 8 && k >= 8 && (l_known_diagonal || is_diagonal(l, k)) &&
+      diagonal_product(l, k, r, m, r_transposed, out))
     return;
   thread_local std::vector<std::int64_t> pos;  // positions, up to n / 8 of them: not a shape
   if (m >= 8 && rows * k >= 64 && sparse_positions(l, rows * k, pos) && all_finite(r, k * m)) {
@@ -217,7 +219,8 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
     product_into(a.data(), count * n, k, b.data(), m, false, out.data(), a.known_diagonal());
   } else if (count > 1 && ab.empty() && numel_of(bb) == count && m == 1) {
     product_into(b.data(), count, k, a.data(), n, true, out.data(), b.known_diagonal());
-  } else if (count == 1 && k == m && b.known_diagonal() && diagonal_right_product(a.data(), n, k, b.data(), out.data())) {
+  } else if (count == 1 && k == m && b.known_diagonal() &&
+             diagonal_right_product(a.data(), n, k, b.data(), out.data())) {
     // a times a diagonal b: a with its columns scaled
   } else {
     for_each_matrix_pair("matmul", a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
@@ -240,7 +243,8 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
 template <class T>
 tensor<T> vecdot(const tensor<T>& a, const tensor<T>& b) {
   if (a.dim() < 1 || b.dim() < 1 || a.shape().back() != b.shape().back())
-    throw error("vecdot: expected [..., k] and [..., k], got shapes " + detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()));
+    throw error("vecdot: expected [..., k] and [..., k], got shapes " + detail::shape_str(a.shape()) + " and " +
+                detail::shape_str(b.shape()));
   const std::int64_t k = a.shape().back();
   const shape_t la(a.shape().begin(), a.shape().end() - 1), lb(b.shape().begin(), b.shape().end() - 1);
   const shape_t s = broadcast_shapes("vecdot", la, lb);
@@ -250,15 +254,17 @@ tensor<T> vecdot(const tensor<T>& a, const tensor<T>& b) {
     const tensor<T>& stack = la.empty() ? b : a;
     const tensor<T>& vec = la.empty() ? a : b;
     Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(out.data(), count).noalias() =
-        const_matrix_map<T>(stack.data(), count, k) * Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(vec.data(), k);
+        const_matrix_map<T>(stack.data(), count, k) *
+        Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(vec.data(), k);
   } else {
     const T* pa = a.data();
     const T* pb = b.data();
-    for_each_broadcast(s, broadcast_strides(la, s), broadcast_strides(lb, s), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
-      T acc = 0;
-      for (std::int64_t j = 0; j < k; ++j) acc += pa[ia * k + j] * pb[ib * k + j];
-      out[static_cast<std::size_t>(i)] = acc;
-    });
+    for_each_broadcast(s, broadcast_strides(la, s), broadcast_strides(lb, s),
+                       [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+                         T acc = 0;
+                         for (std::int64_t j = 0; j < k; ++j) acc += pa[ia * k + j] * pb[ib * k + j];
+                         out[static_cast<std::size_t>(i)] = acc;
+                       });
   }
   return tensor<T>(s, std::move(out));
 }
@@ -271,8 +277,8 @@ tensor<T> solve(const tensor<T>& a, const tensor<T>& b) {
   const std::int64_t n = a.shape().back(), n2 = a.shape()[a.shape().size() - 2], nb = b.shape()[b.shape().size() - 2],
                      k = b.shape().back();
   if (n != n2 || nb != n)
-    throw error("solve: expected A of shape [..., n, n] and B of shape [..., n, k], got " + detail::shape_str(a.shape()) +
-                " and " + detail::shape_str(b.shape()));
+    throw error("solve: expected A of shape [..., n, n] and B of shape [..., n, k], got " +
+                detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()));
   const shape_t ab(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
   shape_t s = broadcast_shapes("solve", ab, bb);
   const std::int64_t count = numel_of(s);
@@ -282,7 +288,8 @@ tensor<T> solve(const tensor<T>& a, const tensor<T>& b) {
   for_each_matrix_pair("solve", a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
     const Eigen::PartialPivLU<row_matrix<T>> lu(const_matrix_map<T>(a.data() + ia * n * n, n, n));
     if (!(lu.rcond() > std::numeric_limits<T>::epsilon()))
-      throw error("solve: matrix " + std::to_string(i) + " of A (shape " + detail::shape_str(a.shape()) + ") is singular");
+      throw error("solve: matrix " + std::to_string(i) + " of A (shape " + detail::shape_str(a.shape()) +
+                  ") is singular");
     matrix_map<T>(out.data() + i * n * k, n, k) = lu.solve(const_matrix_map<T>(b.data() + ib * n * k, n, k));
   });
   return tensor<T>(s, std::move(out));
@@ -302,7 +309,8 @@ tensor<T> cholesky(const tensor<T>& a) {
     const row_matrix<T> sym = (m + m.transpose()) * T(0.5);
     const Eigen::LLT<row_matrix<T>> llt(sym);
     if (llt.info() != Eigen::Success)
-      throw error("cholesky: matrix " + std::to_string(i) + " of shape " + detail::shape_str(a.shape()) + " is not positive definite");
+      throw error("cholesky: matrix " + std::to_string(i) + " of shape " + detail::shape_str(a.shape()) +
+                  " is not positive definite");
     matrix_map<T>(out.data() + i * n * n, n, n) = llt.matrixL();
   }
   return tensor<T>(a.shape(), std::move(out));

@@ -50,11 +50,13 @@ auto permute(const X& x, shape_t perm) {
     using T = element_t<X>;
     const std::int64_t r = x.dim();
     if (static_cast<std::int64_t>(perm.size()) != r)
-      throw error("permute: " + std::to_string(perm.size()) + " dims given for a tensor of shape " + detail::shape_str(x.shape()));
+      throw error("permute: " + std::to_string(perm.size()) + " dims given for a tensor of shape " +
+                  detail::shape_str(x.shape()));
     perm = normalize_dims("permute", std::move(perm), r);
     shape_t in_st(static_cast<std::size_t>(r), 1), st(static_cast<std::size_t>(r));
     for (std::int64_t k = r - 1; k > 0; --k)
-      in_st[static_cast<std::size_t>(k - 1)] = in_st[static_cast<std::size_t>(k)] * x.shape()[static_cast<std::size_t>(k)];
+      in_st[static_cast<std::size_t>(k - 1)] =
+          in_st[static_cast<std::size_t>(k)] * x.shape()[static_cast<std::size_t>(k)];
     shape_t out(static_cast<std::size_t>(r));
     for (std::size_t k = 0; k < out.size(); ++k) {
       out[k] = x.shape()[static_cast<std::size_t>(perm[k])];
@@ -73,7 +75,8 @@ auto permute(const X& x, shape_t perm) {
     buffer<T> data(static_cast<std::size_t>(x.numel()));
     const T* p = x.data();
     if (!permute_as_transposes(p, x.shape(), perm, data.data()))
-      for_each_broadcast<true>(out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
+      for_each_broadcast<true>(
+          out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
     return tensor<T>(out, std::move(data));
   }
 }
@@ -94,8 +97,8 @@ tensor<T> narrow(const tensor<T>& x, std::int64_t dim, std::int64_t start, std::
   const std::int64_t first = start < 0 ? start + n : start;
   // Compared without forming start + length, which may overflow.
   if (first < 0 || first > n || length < 0 || length > n - first)
-    throw error("narrow: start " + std::to_string(start) + " and length " + std::to_string(length) + " out of bounds for dim " +
-                std::to_string(dim) + " of shape " + detail::shape_str(x.shape()));
+    throw error("narrow: start " + std::to_string(start) + " and length " + std::to_string(length) +
+                " out of bounds for dim " + std::to_string(dim) + " of shape " + detail::shape_str(x.shape()));
   start = first;
   std::int64_t outer, inner;
   outer_inner(x.shape(), dim, outer, inner);
@@ -186,13 +189,13 @@ template <class T, class Body>
 void gather_positions(const char* op, const shape_t& xs, std::int64_t dim, const tensor<T>& index, Body&& body) {
   const shape_t& is = index.shape();
   if (is.size() != xs.size())
-    throw error(std::string(op) + ": index of shape " + detail::shape_str(is) + " must have the rank of the input, shape " +
-                detail::shape_str(xs));
+    throw error(std::string(op) + ": index of shape " + detail::shape_str(is) +
+                " must have the rank of the input, shape " + detail::shape_str(xs));
   dim = check_dim(op, dim, static_cast<std::int64_t>(xs.size()), xs);
   for (std::size_t k = 0; k < xs.size(); ++k)
     if (static_cast<std::int64_t>(k) != dim && is[k] > xs[k])
-      throw error(std::string(op) + ": index shape " + detail::shape_str(is) + " exceeds input shape " + detail::shape_str(xs) +
-                  " at dim " + std::to_string(k));
+      throw error(std::string(op) + ": index shape " + detail::shape_str(is) + " exceeds input shape " +
+                  detail::shape_str(xs) + " at dim " + std::to_string(k));
   shape_t xst(xs.size(), 1);
   for (std::size_t k = xs.size(); k-- > 1;) xst[k - 1] = xst[k] * xs[k];
   const std::int64_t n = numel_of(is);
@@ -215,7 +218,8 @@ template <class T>
 tensor<T> gather(const tensor<T>& x, std::int64_t dim, const tensor<T>& index) {
   buffer<T> out(static_cast<std::size_t>(index.numel()));
   const T* p = x.data();
-  gather_positions("gather", x.shape(), dim, index, [&](std::int64_t i, std::int64_t o) { out[static_cast<std::size_t>(i)] = p[o]; });
+  gather_positions("gather", x.shape(), dim, index,
+                   [&](std::int64_t i, std::int64_t o) { out[static_cast<std::size_t>(i)] = p[o]; });
   return tensor<T>(index.shape(), std::move(out));
 }
 
@@ -241,7 +245,8 @@ auto where(const C& c, const A& a, const B& b) {
   } else {
     using T = std::conditional_t<is_tensor_v<A> || is_tensor_v<B>, common_element_t<A, B>, element_t<C>>;
     const shape_t s = broadcast_shapes("where", broadcast_shapes("where", shape_of(c), shape_of(a)), shape_of(b));
-    const tensor<T> tc = kernels::broadcast_to(as_tensor<T>(c), s), ta = kernels::broadcast_to(as_tensor<T>(a), s), tb = kernels::broadcast_to(as_tensor<T>(b), s);
+    const tensor<T> tc = kernels::broadcast_to(as_tensor<T>(c), s), ta = kernels::broadcast_to(as_tensor<T>(a), s),
+                    tb = kernels::broadcast_to(as_tensor<T>(b), s);
     buffer<T> out(static_cast<std::size_t>(numel_of(s)));
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = tc.data()[i] != T(0) ? ta.data()[i] : tb.data()[i];
     return tensor<T>(s, std::move(out));

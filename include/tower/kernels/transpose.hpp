@@ -47,14 +47,16 @@ namespace simd {
 /// flatten inlines ptranspose, which GCC otherwise calls out of line with the block in memory
 /// (perf: a third of jacfwd 64 x 64 in that call).
 template <bool Scaled, class T, class P, int... U>
-[[gnu::flatten]] inline void transpose_block(const T* a, std::int64_t cols, std::int64_t rows, std::int64_t i0, std::int64_t j0,
-                            T* __restrict out, const T* scale, P& acc, std::integer_sequence<int, U...>) {
+[[gnu::flatten]] inline void transpose_block(const T* a, std::int64_t cols, std::int64_t rows, std::int64_t i0,
+                                             std::int64_t j0, T* __restrict out, const T* scale, P& acc,
+                                             std::integer_sequence<int, U...>) {
   namespace ei = Eigen::internal;
   ei::PacketBlock<P, sizeof...(U)> b;
   ((b.packet[U] = ei::ploadu<P>(a + (i0 + U) * cols + j0)), ...);
   ((acc = ei::por(acc, ei::psub(b.packet[U], b.packet[U]))), ...);
   ei::ptranspose(b);
-  if constexpr (Scaled) ((ei::pstoreu(out + (j0 + U) * rows + i0, ei::pmul(ei::pset1<P>(scale[j0 + U]), b.packet[U]))), ...);
+  if constexpr (Scaled)
+    ((ei::pstoreu(out + (j0 + U) * rows + i0, ei::pmul(ei::pset1<P>(scale[j0 + U]), b.packet[U]))), ...);
   else ((ei::pstoreu(out + (j0 + U) * rows + i0, b.packet[U])), ...);
 }
 
@@ -98,7 +100,8 @@ bool transpose_into(const T* a, std::int64_t rows, std::int64_t cols, T* __restr
 /// callers that may skip a product by zero only where it is exact (always true for integers).
 template <class T>
 bool transpose_into(const T* a, std::int64_t rows, std::int64_t cols, T* __restrict out, const T* scale = nullptr) {
-  return scale ? simd::transpose_into<true>(a, rows, cols, out, scale) : simd::transpose_into<false>(a, rows, cols, out, scale);
+  return scale ? simd::transpose_into<true>(a, rows, cols, out, scale)
+               : simd::transpose_into<false>(a, rows, cols, out, scale);
 }
 
 /// Writes x permuted by perm (result dim k is input dim perm[k]) into out, if the permutation

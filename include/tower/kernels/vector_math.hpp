@@ -39,15 +39,15 @@
 #if TOWER_HAVE_LIBMVEC
 // The vector function ABI's names: _ZGV<isa>N<lanes>v_<name>.
 #if defined(__AVX512F__)
-#define TOWER_VMATH_DECLARE(F) \
+#define TOWER_VMATH_DECLARE(F)              \
   extern "C" __m512d _ZGVeN8v_##F(__m512d); \
   extern "C" __m512 _ZGVeN16v_##F##f(__m512);
 #elif defined(__AVX2__)
-#define TOWER_VMATH_DECLARE(F) \
+#define TOWER_VMATH_DECLARE(F)              \
   extern "C" __m256d _ZGVdN4v_##F(__m256d); \
   extern "C" __m256 _ZGVdN8v_##F##f(__m256);
 #else
-#define TOWER_VMATH_DECLARE(F) \
+#define TOWER_VMATH_DECLARE(F)              \
   extern "C" __m128d _ZGVbN2v_##F(__m128d); \
   extern "C" __m128 _ZGVbN4v_##F##f(__m128);
 #endif
@@ -75,26 +75,41 @@ using packet_f = __m128;
 #define TOWER_VMATH_F(F) _ZGVbN4v_##F##f
 #endif
 // A specialisation, not std::conditional_t: a template argument would drop the vector attribute.
-template <class T> struct packet_of;
-template <> struct packet_of<double> { using type = packet_d; };
-template <> struct packet_of<float> { using type = packet_f; };
-template <class T> using packet_t = typename packet_of<T>::type;
+template <class T>
+struct packet_of;
+template <>
+struct packet_of<double> {
+  using type = packet_d;
+};
+template <>
+struct packet_of<float> {
+  using type = packet_f;
+};
+template <class T>
+using packet_t = typename packet_of<T>::type;
 /// Numbers of type T in one packet.
-template <class T> inline constexpr std::int64_t lanes = sizeof(packet_t<T>) / sizeof(T);
+template <class T>
+inline constexpr std::int64_t lanes = sizeof(packet_t<T>) / sizeof(T);
 #endif
 
 // One tag per function: its <cmath> form, and its libmvec forms when available.
 #if TOWER_HAVE_LIBMVEC
-#define TOWER_VMATH_TAG(F)                                                          \
-  struct F##_fn {                                                                   \
-    template <class T> static T scalar(T x) { return std::F(x); }                   \
-    static packet_d packet(packet_d x) { return TOWER_VMATH_D(F)(x); }              \
-    static packet_f packet(packet_f x) { return TOWER_VMATH_F(F)(x); }              \
+#define TOWER_VMATH_TAG(F)                                             \
+  struct F##_fn {                                                      \
+    template <class T>                                                 \
+    static T scalar(T x) {                                             \
+      return std::F(x);                                                \
+    }                                                                  \
+    static packet_d packet(packet_d x) { return TOWER_VMATH_D(F)(x); } \
+    static packet_f packet(packet_f x) { return TOWER_VMATH_F(F)(x); } \
   };
 #else
 #define TOWER_VMATH_TAG(F) \
   struct F##_fn {          \
-    template <class T> static T scalar(T x) { return std::F(x); } \
+    template <class T>     \
+    static T scalar(T x) { \
+      return std::F(x);    \
+    }                      \
   };
 #endif
 TOWER_VMATH_FUNCTIONS(TOWER_VMATH_TAG)
@@ -106,12 +121,16 @@ inline constexpr bool vectorized_v = TOWER_HAVE_LIBMVEC && (std::is_same_v<T, do
 
 #if TOWER_HAVE_LIBMVEC
 namespace detail {
-template <class T> packet_t<T> load(const T* p) {
+template <class T>
+packet_t<T> load(const T* p) {
   packet_t<T> v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-template <class T> void store(T* p, const packet_t<T>& v) { std::memcpy(p, &v, sizeof v); }
+template <class T>
+void store(T* p, const packet_t<T>& v) {
+  std::memcpy(p, &v, sizeof v);
+}
 }  // namespace detail
 #endif
 

@@ -54,7 +54,8 @@ inline axis_frame& current_axis(const char* op) {
   auto& s = axis_stack();
   if (s.empty())
     throw error(std::string(op) +
-                ": no tw::pmap is running on this thread (collectives run inside the f of tw::pmap(f, comm), on the thread that "
+                ": no tw::pmap is running on this thread (collectives run inside the f of tw::pmap(f, comm), on the "
+                "thread that "
                 "called it; take grad inside pmap, not around it)");
   axis_frame& a = *s.back();
   if (a.agreed_failure) throw error(a.failure);
@@ -66,21 +67,35 @@ enum class step : int { psum = 1, all_gather = 2, cotangent_check = 3, pmap_end 
 
 inline const char* step_name(double k) {
   switch (static_cast<int>(k)) {
-    case 1: return "psum";
-    case 2: return "all_gather";
-    case 3: return "the backward pass of a collective";
-    case 4: return "the end of tw::pmap";
-    default: return "a collective";
+    case 1:
+      return "psum";
+    case 2:
+      return "all_gather";
+    case 3:
+      return "the backward pass of a collective";
+    case 4:
+      return "the end of tw::pmap";
+    default:
+      return "a collective";
   }
 }
 
-template <class T> inline MPI_Datatype datatype();
-template <> inline MPI_Datatype datatype<double>() { return MPI_DOUBLE; }
-template <> inline MPI_Datatype datatype<float>() { return MPI_FLOAT; }
-template <class T> inline constexpr int dtype_code = sizeof(T) == sizeof(double) ? 1 : 2;
+template <class T>
+inline MPI_Datatype datatype();
+template <>
+inline MPI_Datatype datatype<double>() {
+  return MPI_DOUBLE;
+}
+template <>
+inline MPI_Datatype datatype<float>() {
+  return MPI_FLOAT;
+}
+template <class T>
+inline constexpr int dtype_code = sizeof(T) == sizeof(double) ? 1 : 2;
 
 inline void check_mpi(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) throw error(std::string("pmap: ") + what + " failed with MPI error code " + std::to_string(rc));
+  if (rc != MPI_SUCCESS)
+    throw error(std::string("pmap: ") + what + " failed with MPI error code " + std::to_string(rc));
 }
 
 /// What a rank brings to a header.
@@ -96,8 +111,8 @@ struct header {
 
 namespace hdr {
 inline constexpr std::size_t max_dims = 8;  // dims beyond are covered by the element count
-inline constexpr std::size_t failed = 0, kind = 1, dtype = 2, ndim = 3, numel = 4, dims = 5, sum0 = dims + max_dims, sum1 = sum0 + 1,
-                             scale = sum1 + 1, fields = scale + 1;
+inline constexpr std::size_t failed = 0, kind = 1, dtype = 2, ndim = 3, numel = 4, dims = 5, sum0 = dims + max_dims,
+                             sum1 = sum0 + 1, scale = sum1 + 1, fields = scale + 1;
 }  // namespace hdr
 
 /// After a header with a failed rank: the lowest failing rank's message, broadcast to all.
@@ -128,11 +143,13 @@ inline void agree(axis_frame& a, const char* op, const header& h) {
   double n = 1;
   for (auto d : h.shape) n *= static_cast<double>(d);
   put(hdr::numel, n);
-  for (std::size_t i = 0; i < hdr::max_dims; ++i) put(hdr::dims + i, i < h.shape.size() ? static_cast<double>(h.shape[i]) : -1.0);
+  for (std::size_t i = 0; i < hdr::max_dims; ++i)
+    put(hdr::dims + i, i < h.shape.size() ? static_cast<double>(h.shape[i]) : -1.0);
   put(hdr::sum0, h.checksum[0]);
   put(hdr::sum1, h.checksum[1]);
   put(hdr::scale, h.checksum_scale);
-  check_mpi(MPI_Allreduce(in.data(), out.data(), static_cast<int>(in.size()), MPI_DOUBLE, MPI_MAX, a.comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(in.data(), out.data(), static_cast<int>(in.size()), MPI_DOUBLE, MPI_MAX, a.comm),
+            "MPI_Allreduce");
   auto hi = [&](std::size_t i) { return out[i]; };
   auto lo = [&](std::size_t i) { return -out[hdr::fields + i]; };
   auto fail = [&](std::string msg) {
@@ -150,9 +167,10 @@ inline void agree(axis_frame& a, const char* op, const header& h) {
   }
   const std::string where = std::string(op) + " (tw::pmap over " + std::to_string(a.size) + " ranks): ";
   if (hi(hdr::kind) != lo(hdr::kind))
-    fail(where + "the ranks reached different steps: " + step_name(lo(hdr::kind)) + " on some, " + step_name(hi(hdr::kind)) +
-         " on others (a collective under rank-dependent control flow?)");
-  if (hi(hdr::dtype) != lo(hdr::dtype)) fail(where + "the ranks' values have different element types (double on some, float on others)");
+    fail(where + "the ranks reached different steps: " + step_name(lo(hdr::kind)) + " on some, " +
+         step_name(hi(hdr::kind)) + " on others (a collective under rank-dependent control flow?)");
+  if (hi(hdr::dtype) != lo(hdr::dtype))
+    fail(where + "the ranks' values have different element types (double on some, float on others)");
   bool same = hi(hdr::ndim) == lo(hdr::ndim) && hi(hdr::numel) == lo(hdr::numel);
   for (std::size_t i = 0; i < hdr::max_dims; ++i) same = same && hi(hdr::dims + i) == lo(hdr::dims + i);
   if (!same) {
@@ -162,8 +180,8 @@ inline void agree(axis_frame& a, const char* op, const header& h) {
         s.push_back(static_cast<std::int64_t>(get(hdr::dims + i)));
       return shape_str(s);
     };
-    fail(where + "the ranks' values have different shapes (this rank's is " + shape_str(h.shape) + "; smallest dims " + dims(lo) +
-         ", largest " + dims(hi) + ")");
+    fail(where + "the ranks' values have different shapes (this rank's is " + shape_str(h.shape) + "; smallest dims " +
+         dims(lo) + ", largest " + dims(hi) + ")");
   }
   if (h.kind == step::cotangent_check) {
     // Equal cotangents give equal checksums, bit for bit, when the collectives' results are
@@ -171,9 +189,11 @@ inline void agree(axis_frame& a, const char* op, const header& h) {
     const double tol = (h.dtype == 2 ? 1e-4 : 1e-10) * hi(hdr::scale);
     if (hi(hdr::sum0) - lo(hdr::sum0) > tol || hi(hdr::sum1) - lo(hdr::sum1) > tol)
       fail(where +
-           "the cotangent of the collective's output differs across ranks. A collective's output is the same on every rank, "
+           "the cotangent of the collective's output differs across ranks. A collective's output is the same on every "
+           "rank, "
            "so tower takes its cotangent to be too (JAX's rule: psum transposes to a broadcast); here it was used with "
-           "rank-dependent values. Pass the output through tw::pvary before it meets them, so that their contributions are "
+           "rank-dependent values. Pass the output through tw::pvary before it meets them, so that their contributions "
+           "are "
            "summed over the ranks");
   }
 }

@@ -57,7 +57,8 @@ auto numbers(const char* op, X& x) {
     else return std::pair{&x, std::int64_t{1}};
   }();
   if (r.second > std::numeric_limits<int>::max())
-    throw error(std::string(op) + ": a value of " + std::to_string(r.second) + " numbers is more than one MPI call takes");
+    throw error(std::string(op) + ": a value of " + std::to_string(r.second) +
+                " numbers is more than one MPI call takes");
   return std::pair{r.first, static_cast<int>(r.second)};
 }
 
@@ -108,20 +109,42 @@ X check_replicated(const char* op, const X& x) {
 
 struct psum_op {
   static constexpr const char* name = "psum";
-  template <class X> auto base(const X& x) const { return detail::mpi::allreduce_sum(name, x); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const;
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+  template <class X>
+  auto base(const X& x) const {
+    return detail::mpi::allreduce_sum(name, x);
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return call_op(*this, x.value);
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X&) const;
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return call_op(*this, t);
+  }
 };
 
 /// Identity that checks its value is the same on every rank: a collective's cotangent.
 struct replicated_check_op {
   static constexpr const char* name = "psum";
   const char* collective = "psum";
-  template <class X> auto base(const X& x) const { return detail::mpi::check_replicated(collective, x); }
-  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(*this, x.value); }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const { return std::make_tuple(g); }
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return t; }
+  template <class X>
+  auto base(const X& x) const {
+    return detail::mpi::check_replicated(collective, x);
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return call_op(*this, x.value);
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X&) const {
+    return std::make_tuple(g);
+  }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return t;
+  }
 };
 
 template <class G, class O, class X>
@@ -131,24 +154,46 @@ auto psum_op::vjp(const G& g, const O&, const X&) const {
 
 struct all_gather_op {
   static constexpr const char* name = "all_gather";
-  template <class X> auto base(const X& x) const { return detail::mpi::allgather(name, x); }
+  template <class X>
+  auto base(const X& x) const {
+    return detail::mpi::allgather(name, x);
+  }
   /// [B, ...] on every rank gathers to [ranks, B, ...]; the batch goes back to dim 0.
-  template <class BS, class X> auto batch(BS, const X& x) const { return call_op(movedim_op{0, 1}, call_op(*this, x.value)); }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X& x) const {
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return call_op(movedim_op{0, 1}, call_op(*this, x.value));
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X& x) const {
     const int rank = detail::mpi::current_axis(name).rank;
     auto row = call_op(narrow_op{0, rank, 1}, call_op(replicated_check_op{name}, g));
     if constexpr (is_scalar_type_v<X>) return std::make_tuple(call_op(item_op{}, row));
     else return std::make_tuple(call_op(reshape_op{shape(x)}, row));
   }
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return call_op(*this, t); }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return call_op(*this, t);
+  }
 };
 
 struct pvary_op {
   static constexpr const char* name = "pvary";
-  template <class X> auto base(const X& x) const { return x; }
-  template <class BS, class X> auto batch(BS, const X& x) const { return x.value; }
-  template <class G, class O, class X> auto vjp(const G& g, const O&, const X&) const { return std::make_tuple(call_op(psum_op{}, g)); }
-  template <class O, class X, class T> auto jvp(const O&, const X&, const T& t) const { return t; }
+  template <class X>
+  auto base(const X& x) const {
+    return x;
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return x.value;
+  }
+  template <class G, class O, class X>
+  auto vjp(const G& g, const O&, const X&) const {
+    return std::make_tuple(call_op(psum_op{}, g));
+  }
+  template <class O, class X, class T>
+  auto jvp(const O&, const X&, const T& t) const {
+    return t;
+  }
 };
 
 namespace detail::mpi {
@@ -171,14 +216,23 @@ auto collective(const X& x) {
 /// };
 /// auto g = tw::pmap(f, MPI_COMM_WORLD);
 /// \endcode
-template <operand X> auto psum(const X& x) { return detail::mpi::collective<psum_op>(x); }
+template <operand X>
+auto psum(const X& x) {
+  return detail::mpi::collective<psum_op>(x);
+}
 
 /// Every rank's x along a new dim 0 of size axis_size().
-template <operand X> auto all_gather(const X& x) { return detail::mpi::collective<all_gather_op>(x); }
+template <operand X>
+auto all_gather(const X& x) {
+  return detail::mpi::collective<all_gather_op>(x);
+}
 
 /// x (same value); its gradient is summed over the ranks. Mark a value that is the same on
 /// every rank (a replicated parameter, a psum's result) where rank-dependent values use it.
-template <operand X> auto pvary(const X& x) { return detail::mpi::collective<pvary_op>(x); }
+template <operand X>
+auto pvary(const X& x) {
+  return detail::mpi::collective<pvary_op>(x);
+}
 
 /// This rank's index on the innermost tw::pmap's axis.
 inline int axis_index() { return detail::mpi::current_axis("axis_index").rank; }
@@ -187,7 +241,8 @@ inline int axis_index() { return detail::mpi::current_axis("axis_index").rank; }
 inline int axis_size() { return detail::mpi::current_axis("axis_size").size; }
 
 /// The mean of x over the ranks: psum(x) / axis_size().
-template <operand X> auto pmean(const X& x) {
+template <operand X>
+auto pmean(const X& x) {
   const double n = static_cast<double>(axis_size());
   return psum(x) / n;
 }

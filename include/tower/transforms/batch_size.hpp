@@ -21,11 +21,12 @@ struct batch_origin {
 };
 
 /// Checks argument `index` (logical shape `s`, batched at `dim`) and merges its batch size into `bs`.
-inline void merge_batch_size(std::size_t index, std::int64_t dim, const shape_t& s, std::int64_t& bs, batch_origin& first) {
+inline void merge_batch_size(std::size_t index, std::int64_t dim, const shape_t& s, std::int64_t& bs,
+                             batch_origin& first) {
   const auto r = static_cast<std::int64_t>(s.size());
   if (dim < -r || dim >= r)
-    throw error("vmap: in_dims[" + std::to_string(index) + "] = " + std::to_string(dim) + " is out of range for argument " +
-                std::to_string(index) + " of shape " + shape_str(s));
+    throw error("vmap: in_dims[" + std::to_string(index) + "] = " + std::to_string(dim) +
+                " is out of range for argument " + std::to_string(index) + " of shape " + shape_str(s));
   const std::int64_t n = s[static_cast<std::size_t>(dim < 0 ? dim + r : dim)];
   if (bs < 0) {
     bs = n;
@@ -37,7 +38,8 @@ inline void merge_batch_size(std::size_t index, std::int64_t dim, const shape_t&
 }
 
 /// The same, recording the first batched argument as its words (the static path's form).
-inline void merge_batch_size(std::size_t index, std::int64_t dim, const shape_t& s, std::int64_t& bs, std::string& first) {
+inline void merge_batch_size(std::size_t index, std::int64_t dim, const shape_t& s, std::int64_t& bs,
+                             std::string& first) {
   const std::int64_t before = bs;
   batch_origin o;
   if (!first.empty()) {  // a size from the string form: report it as it was recorded

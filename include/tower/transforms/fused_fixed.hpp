@@ -42,9 +42,11 @@ using entry_t = std::remove_cvref_t<std::tuple_element_t<I, dims_tuple_t<InDims>
 template <class InDims, class... A>
 constexpr bool involved() {
   if constexpr (std::is_same_v<InDims, in_dims_all_t>) return (is_fixed_v<A> || ...);
-  else return []<class... D>(std::type_identity<std::tuple<D...>>) {
-    return (is_fixed_rows_v<D> || ...);
-  }(std::type_identity<dims_tuple_t<InDims>>{}) || (is_fixed_v<A> || ...);
+  else
+    return []<class... D>(std::type_identity<std::tuple<D...>>) {
+      return (is_fixed_rows_v<D> || ...);
+    }(std::type_identity<dims_tuple_t<InDims>>{}) ||
+           (is_fixed_v<A> || ...);
 }
 
 /// The value f sees for argument I per example, on the fixed path.
@@ -59,7 +61,8 @@ template <class InDims, std::size_t I, class X>
 using example_t = typename decltype(example_type<InDims, I, X>())::type;
 
 /// Per-example results on this path: numbers and fixed values, or a std::tuple of them.
-template <class R> constexpr std::size_t components() {
+template <class R>
+constexpr std::size_t components() {
   if constexpr (requires { typename std::tuple_size<R>::type; }) return std::tuple_size_v<R>;
   else return 1;
 }
@@ -83,7 +86,8 @@ constexpr bool flat_result() {
 template <class InDims, std::size_t I, class X>
 constexpr bool arg_ok() {
   using D = entry_t<InDims, I>;
-  if constexpr (std::is_same_v<D, none_t>) return std::is_arithmetic_v<X> || (is_fixed_v<X> && std::is_arithmetic_v<fixeds::scalar_t<X>>);
+  if constexpr (std::is_same_v<D, none_t>)
+    return std::is_arithmetic_v<X> || (is_fixed_v<X> && std::is_arithmetic_v<fixeds::scalar_t<X>>);
   else if constexpr (is_fixed_rows_v<D> || std::is_integral_v<D>) return is_tensor_v<X>;
   else return false;
 }
@@ -112,7 +116,9 @@ constexpr bool runs_per_example(std::index_sequence<I...>, std::type_identity<st
   if constexpr (!(arg_ok<InDims, I, std::remove_cvref_t<A>>() && ...)) return false;
   else if constexpr (!first_order<F>() && !second_order_on_jets<F, example_t<InDims, I, A>...>()) return false;
   else if constexpr (!F::template forward_ok<example_t<InDims, I, A>...>()) return false;
-  else return flat_result<decltype(std::declval<const F&>().forward_body(true, std::declval<const example_t<InDims, I, A>&>()...))>();
+  else
+    return flat_result<decltype(std::declval<const F&>().forward_body(
+        true, std::declval<const example_t<InDims, I, A>&>()...))>();
 }
 
 /// Whether the fixed path can run at all for these types: in_dims of fixed_rows, ints and none
@@ -151,7 +157,9 @@ std::int64_t batch_size(const InDims& in, const A&... a) {
       bs = n;
     }
   };
-  [&]<std::size_t... I>(std::index_sequence<I...>) { (one(std::integral_constant<std::size_t, I>{}, a), ...); }(std::index_sequence_for<A...>{});
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (one(std::integral_constant<std::size_t, I>{}, a), ...);
+  }(std::index_sequence_for<A...>{});
   return ok && bs > 0 ? bs : -1;
 }
 
@@ -215,7 +223,7 @@ template <bool OneCopy, std::int64_t Block, class Put>
   std::int64_t i = 0;
   for (; i + Block <= n || (OneCopy && i < n); i += Block) {
     const std::int64_t i0 = std::min(i, n - Block);  // OneCopy: the last block overlaps
-TOWER_NO_ALIAS_LOOP
+    TOWER_NO_ALIAS_LOOP
     for (std::int64_t j = 0; j < Block; ++j) put(i0 + j);
   }
   if constexpr (!OneCopy)
@@ -250,7 +258,8 @@ auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
       if (w > 0 && padded) {
         p.resize(static_cast<std::size_t>(block * w));
         for (std::int64_t b = 0; b < block; ++b)
-          std::memcpy(p.data() + b * w, std::get<I>(src) + std::min(b, bs - 1) * w, sizeof(T) * static_cast<std::size_t>(w));
+          std::memcpy(p.data() + b * w, std::get<I>(src) + std::min(b, bs - 1) * w,
+                      sizeof(T) * static_cast<std::size_t>(w));
         std::get<I>(src) = p.data();
       }
       return p;
@@ -275,7 +284,8 @@ auto run(const F& f, const OutDims& out, std::int64_t bs, const A&... a) {
             std::memcpy(x.e.data(), row, sizeof(x.e));
             return x;
           } else {
-            return fixeds::generate<example_t<InDims, I, A>>([&](auto k) TOWER_INLINE_LAMBDA { return row[decltype(k)::value]; });
+            return fixeds::generate<example_t<InDims, I, A>>(
+                [&](auto k) TOWER_INLINE_LAMBDA { return row[decltype(k)::value]; });
           }
         } else {
           return p[b];
@@ -311,12 +321,16 @@ auto plain_in_dims(const InDims& in) {
                        }(std::type_identity<dims_tuple_t<InDims>>{})) {
     return in_dims_t<>{};  // every entry 0: vmap's default, the same instantiation as vmap(f)
   } else {
-    return std::apply([](const auto&... d) {
-      return in_dims_t<std::conditional_t<is_fixed_rows_v<decltype(d)>, std::int64_t, std::remove_cvref_t<decltype(d)>>...>{{[&] {
-        if constexpr (is_fixed_rows_v<decltype(d)>) return std::int64_t{0};
-        else return d;
-      }()...}};
-    }, in.dims);
+    return std::apply(
+        [](const auto&... d) {
+          return in_dims_t<
+              std::conditional_t<is_fixed_rows_v<decltype(d)>, std::int64_t, std::remove_cvref_t<decltype(d)>>...>{
+              {[&] {
+                if constexpr (is_fixed_rows_v<decltype(d)>) return std::int64_t{0};
+                else return d;
+              }()...}};
+        },
+        in.dims);
   }
 }
 
@@ -327,7 +341,8 @@ auto plain_arg(const X& x) {
   if constexpr (!std::is_same_v<InDims, in_dims_all_t>) {
     using D = entry_t<InDims, I>;
     if constexpr (is_fixed_rows_v<D>) {
-      static_assert(is_tensor_v<X> || is_dyn_v<X>, "vmap: an argument with in_dims entry tw::fixed_rows<N> must be a tensor of shape [B, N]");
+      static_assert(is_tensor_v<X> || is_dyn_v<X>,
+                    "vmap: an argument with in_dims entry tw::fixed_rows<N> must be a tensor of shape [B, N]");
       if (const shape_t s = shape(x); s.size() != 2 || s[1] != D::size)
         throw error("vmap: in_dims entry fixed_rows<" + std::to_string(D::size) + "> needs a tensor of shape [B, " +
                     std::to_string(D::size) + "], got " + detail::shape_str(x.shape()));
@@ -382,7 +397,10 @@ auto rows_at(const InDims& in, std::index_sequence<I...>) {
 template <class R, class F, class In, class OutDims, class... A>
 constexpr bool loop_ok() {
   if constexpr (!applies<F, In, A...>()) return false;
-  else return std::is_same_v<decltype(run<F, In>(std::declval<const F&>(), std::declval<const OutDims&>(), 1, std::declval<const A&>()...)), R>;
+  else
+    return std::is_same_v<decltype(run<F, In>(std::declval<const F&>(), std::declval<const OutDims&>(), 1,
+                                              std::declval<const A&>()...)),
+                          R>;
 }
 
 /// in_dims "0 everywhere" (or of ints and none) spelled out: the loop on numbers.
@@ -395,7 +413,8 @@ template <class R, std::size_t P, int N, class F, class InDims, class OutDims, c
 std::int64_t rows_batch(const InDims& in, std::int64_t n, const A&... a) {
   if constexpr (N > TOWER_AUTOMATIC_FIXED_ROWS) return -1;
   else if (n != N) return rows_batch<R, P, N + 1, F, InDims, OutDims>(in, n, a...);
-  else if constexpr (!loop_ok<R, F, decltype(rows_at<P, N>(in, std::index_sequence_for<A...>{})), OutDims, A...>()) return -1;
+  else if constexpr (!loop_ok<R, F, decltype(rows_at<P, N>(in, std::index_sequence_for<A...>{})), OutDims, A...>())
+    return -1;
   else return batch_size(rows_at<P, N>(in, std::index_sequence_for<A...>{}), a...);
 }
 
@@ -414,7 +433,8 @@ rows_choice choose_rows(const InDims& in, const A&... a) {
     if constexpr (is_tensor_v<X> && fused::is_batched_arg_v<InDims, P>) {
       const auto& x = std::get<P>(std::tie(a...));
       if (const std::int64_t d = in_dim_at<InDims, P>(in); x.dim() == 2 && (d == 0 || d == -2))
-        if (const std::int64_t bs = rows_batch<R, P, 1, F, InDims, OutDims>(in, x.size(1), a...); bs > 0) return {bs, P, x.size(1)};
+        if (const std::int64_t bs = rows_batch<R, P, 1, F, InDims, OutDims>(in, x.size(1), a...); bs > 0)
+          return {bs, P, x.size(1)};
     }
     return choose_rows<R, P + 1, F, InDims, OutDims>(in, a...);
   }
@@ -425,8 +445,8 @@ template <class R, std::size_t P, int N, class F, class InDims, class OutDims, c
 R run_rows(const F& f, const InDims& in, const OutDims& out, const rows_choice& c, const A&... a) {
   if constexpr (P >= sizeof...(A)) {
     throw error("vmap: internal: no loop for the chosen rows");
-  } else if constexpr (N > TOWER_AUTOMATIC_FIXED_ROWS ||
-                       !(is_tensor_v<std::tuple_element_t<P, std::tuple<A...>>> && fused::is_batched_arg_v<InDims, P>)) {
+  } else if constexpr (N > TOWER_AUTOMATIC_FIXED_ROWS || !(is_tensor_v<std::tuple_element_t<P, std::tuple<A...>>> &&
+                                                           fused::is_batched_arg_v<InDims, P>)) {
     return run_rows<R, P + 1, 1>(f, in, out, c, a...);
   } else {
     using In = decltype(rows_at<P, N>(in, std::index_sequence_for<A...>{}));

@@ -106,9 +106,8 @@ inline constexpr packets_t packets{};
 
 /// A vmap strategy option (tw::strategy::automatic, fused, batched or packets).
 template <class S>
-concept vmap_strategy =
-    std::is_same_v<S, strategy::automatic_t> || std::is_same_v<S, strategy::fused_t> || std::is_same_v<S, strategy::batched_t> ||
-    std::is_same_v<S, strategy::packets_t>;
+concept vmap_strategy = std::is_same_v<S, strategy::automatic_t> || std::is_same_v<S, strategy::fused_t> ||
+                        std::is_same_v<S, strategy::batched_t> || std::is_same_v<S, strategy::packets_t>;
 
 namespace detail {
 
@@ -133,7 +132,8 @@ std::int64_t out_dim_at(const OutDims& out) {
 namespace detail::fused {
 
 template <class InDims, std::size_t I>
-inline constexpr bool is_batched_arg_v = !std::is_same_v<std::remove_cvref_t<decltype(in_dim_at<InDims, I>(std::declval<InDims>()))>, none_t>;
+inline constexpr bool is_batched_arg_v =
+    !std::is_same_v<std::remove_cvref_t<decltype(in_dim_at<InDims, I>(std::declval<InDims>()))>, none_t>;
 
 template <class OutDims, std::size_t I>
 std::int64_t out_dim(const OutDims& out) {
@@ -142,12 +142,16 @@ std::int64_t out_dim(const OutDims& out) {
   else return std::get<I>(out.dims);
 }
 
-template <class X> inline constexpr bool is_plain_v = kernels::is_plain_v<X>;
+template <class X>
+inline constexpr bool is_plain_v = kernels::is_plain_v<X>;
 
 /// A value f may return per example: plain numbers and tensors, and tuples of them.
-template <class R> struct plain_result : std::bool_constant<is_plain_v<R>> {};
-template <class... R> struct plain_result<std::tuple<R...>> : std::bool_constant<(is_plain_v<R> && ...)> {};
-template <class R> inline constexpr bool plain_result_v = plain_result<std::remove_cvref_t<R>>::value;
+template <class R>
+struct plain_result : std::bool_constant<is_plain_v<R>> {};
+template <class... R>
+struct plain_result<std::tuple<R...>> : std::bool_constant<(is_plain_v<R> && ...)> {};
+template <class R>
+inline constexpr bool plain_result_v = plain_result<std::remove_cvref_t<R>>::value;
 
 /// One batched argument with its batch moved to the front, cut into examples.
 template <class X, bool Scalar>
@@ -166,7 +170,9 @@ struct sliced {
   }
   auto operator[](std::int64_t b) const {
     if constexpr (Scalar) return front.data()[b];
-    else return tensor<T>(example_shape, copy_buffer(front.data() + b * example_numel, static_cast<std::size_t>(example_numel)));
+    else
+      return tensor<T>(example_shape,
+                       copy_buffer(front.data() + b * example_numel, static_cast<std::size_t>(example_numel)));
   }
 };
 
@@ -212,7 +218,8 @@ struct stacker {
   }
 };
 
-template <class R> struct stack_all {
+template <class R>
+struct stack_all {
   stacker<R> s;
   explicit stack_all(std::int64_t b) : s(b) {}
   void put(std::int64_t b, const R& r) { s.put(b, r); }
@@ -226,20 +233,31 @@ template <class R> struct stack_all {
     if constexpr (is_tensor_v<R>) s.packets.compute(b0, n, compute);
     else s.put_rows(b0, compute());
   }
-  template <class OutDims> auto finish(const OutDims& out) { return s.finish(out_dim_at<OutDims, 0>(out)); }
+  template <class OutDims>
+  auto finish(const OutDims& out) {
+    return s.finish(out_dim_at<OutDims, 0>(out));
+  }
 };
-template <class... R> struct stack_all<std::tuple<R...>> {
+template <class... R>
+struct stack_all<std::tuple<R...>> {
   std::tuple<stacker<R>...> s;
   explicit stack_all(std::int64_t b) : s(stacker<R>(b)...) {}
   void put(std::int64_t b, const std::tuple<R...>& r) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (std::get<I>(s).put(b, std::get<I>(r)), ...); }(std::index_sequence_for<R...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (std::get<I>(s).put(b, std::get<I>(r)), ...);
+    }(std::index_sequence_for<R...>{});
   }
   void put_rows(std::int64_t b0, const std::tuple<R...>& r) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (std::get<I>(s).put_rows(b0, std::get<I>(r)), ...); }(std::index_sequence_for<R...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (std::get<I>(s).put_rows(b0, std::get<I>(r)), ...);
+    }(std::index_sequence_for<R...>{});
   }
   template <class Compute>
-  void put_rows(std::int64_t b0, std::int64_t, Compute&& compute) { put_rows(b0, compute()); }
-  template <class OutDims> auto finish(const OutDims& out) {
+  void put_rows(std::int64_t b0, std::int64_t, Compute&& compute) {
+    put_rows(b0, compute());
+  }
+  template <class OutDims>
+  auto finish(const OutDims& out) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::make_tuple(std::get<I>(s).finish(out_dim_at<OutDims, I>(out))...);
     }(std::index_sequence_for<R...>{});
@@ -270,7 +288,8 @@ decltype(auto) example_of(const P& p, std::int64_t b) {
 }
 
 /// The per-example argument types of f (Scalar: batched arguments' examples are numbers).
-template <class InDims, bool Scalar, class Seq, class... A> struct example_types;
+template <class InDims, bool Scalar, class Seq, class... A>
+struct example_types;
 template <class InDims, bool Scalar, std::size_t... I, class... A>
 struct example_types<InDims, Scalar, std::index_sequence<I...>, A...> {
   template <std::size_t K, class X>
@@ -312,11 +331,15 @@ template <class InDims, class... A>
 std::int64_t batch_size(const InDims& in, const A&... a) {
   std::int64_t bs = -1;
   bool ok = true;
-  [&]<std::size_t... I>(std::index_sequence<I...>) { (merge_fast<InDims, I>(in, a, bs, ok), ...); }(std::index_sequence_for<A...>{});
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (merge_fast<InDims, I>(in, a, bs, ok), ...);
+  }(std::index_sequence_for<A...>{});
   if (ok && bs >= 0) return bs;
   bs = -1;
   std::string first;
-  [&]<std::size_t... I>(std::index_sequence<I...>) { (merge_one<InDims, I>(in, a, bs, first), ...); }(std::index_sequence_for<A...>{});
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (merge_one<InDims, I>(in, a, bs, first), ...);
+  }(std::index_sequence_for<A...>{});
   require_batched(bs);
   return bs;
 }
@@ -326,7 +349,8 @@ template <class InDims, class... A>
 bool scalar_examples(const A&... a) {
   bool ok = true;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((ok = ok && (!is_batched_arg_v<InDims, I> || [&] {
+    ((ok = ok && (!is_batched_arg_v<InDims, I> ||
+                  [&] {
                     if constexpr (is_tensor_v<A>) return a.dim() == 1;
                     else return false;
                   }())),
@@ -346,7 +370,8 @@ auto run(const F& f, const InDims& in, const OutDims& out, std::int64_t bs, cons
     return std::apply([&](const auto&... p) { return f(example_of(p, b)...); }, prepared);
   };
   using R = std::remove_cvref_t<decltype(call(0))>;
-  static_assert(plain_result_v<R>, "vmap: strategy::fused needs f to return numbers, tensors or tuples of them per example");
+  static_assert(plain_result_v<R>,
+                "vmap: strategy::fused needs f to return numbers, tensors or tuples of them per example");
   stack_all<R> stacked(bs);
   for (std::int64_t b = 0; b < bs; ++b) stacked.put(b, call(b));
   return stacked.finish(out);
@@ -409,8 +434,8 @@ tensor<T> rows(const tensor<T>& front, std::int64_t b0, std::int64_t n) {
 
 /// Batching rules on packets of `packet` examples; results stacked at out_dims.
 template <class F, class InDims, class OutDims, class... A>
-auto run_packets(const F& f, const InDims& in, const OutDims& out, std::int64_t bs, std::int64_t packet, randomness_kind randomness,
-                 const A&... a) {
+auto run_packets(const F& f, const InDims& in, const OutDims& out, std::int64_t bs, std::int64_t packet,
+                 randomness_kind randomness, const A&... a) {
   using Seq = std::index_sequence_for<A...>;
   // Batched arguments with their batch in dim 0; in_dims for the packets accordingly.
   auto fronts = [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -425,17 +450,28 @@ auto run_packets(const F& f, const InDims& in, const OutDims& out, std::int64_t 
     }()...);
   }(Seq{});
   InDims in0 = in;
-  std::apply([](auto&... d) { ((d = [&] { if constexpr (std::is_same_v<std::remove_cvref_t<decltype(d)>, none_t>) return d; else return std::remove_cvref_t<decltype(d)>(0); }()), ...); }, in0.dims);
+  std::apply(
+      [](auto&... d) {
+        ((d =
+              [&] {
+                if constexpr (std::is_same_v<std::remove_cvref_t<decltype(d)>, none_t>) return d;
+                else return std::remove_cvref_t<decltype(d)>(0);
+              }()),
+         ...);
+      },
+      in0.dims);
   const vmap_transform<F, InDims, out_dims_t<>, strategy::batched_t, 0> v{f, in0, {}, {0, randomness}};
   const same_draws draws(randomness);  // randomness=same: each packet draws what the whole batch would
   auto call = [&](std::int64_t b0, std::int64_t n) {
     draws.next();
-    return std::apply([&](const auto&... p) {
-      return v([&]() -> decltype(auto) {
-        if constexpr (requires { p.get(); }) return p.get();
-        else return rows(p, b0, n);
-      }()...);
-    }, fronts);
+    return std::apply(
+        [&](const auto&... p) {
+          return v([&]() -> decltype(auto) {
+            if constexpr (requires { p.get(); }) return p.get();
+            else return rows(p, b0, n);
+          }()...);
+        },
+        fronts);
   };
   using R = std::remove_cvref_t<decltype(call(0, 1))>;
   stack_all<R> stacked(bs);
@@ -446,7 +482,8 @@ auto run_packets(const F& f, const InDims& in, const OutDims& out, std::int64_t 
   return stacked.finish(out);
 }
 
-template <class F> struct is_grad_family : std::false_type {};
+template <class F>
+struct is_grad_family : std::false_type {};
 template <class F, class Argnums, bool HasAux, bool WithValue, int Fl>
 struct is_grad_family<grad_transform<F, Argnums, HasAux, WithValue, Fl>> : std::true_type {};
 

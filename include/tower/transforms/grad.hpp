@@ -34,7 +34,9 @@ namespace tower {
 namespace detail {
 
 template <int N, int... I>
-constexpr bool contains_index() { return ((I == N) || ...); }
+constexpr bool contains_index() {
+  return ((I == N) || ...);
+}
 template <int N, int... I>
 constexpr std::size_t index_of() {
   std::size_t k = 0, r = 0;
@@ -58,21 +60,27 @@ constexpr int first_of() {
 /// Whether a transform's arguments are a tape-free transform's numbers (scalar_duals, or tw::fixed
 /// of them): it runs inside one, or inside vmap's probe of one, which declines when it cannot.
 template <class... A>
-constexpr bool inside_tape_free() { return (is_scalar_dual_v<fixeds::scalar_t<A>> || ...); }
+constexpr bool inside_tape_free() {
+  return (is_scalar_dual_v<fixeds::scalar_t<A>> || ...);
+}
 
 /// An argnums index counted from the end (-1: the last argument) as an index from the front;
 /// out-of-range indices stay as they are for the check to report.
 template <int I, std::size_t N>
-constexpr int normalized_argnum() { return I < 0 && I >= -static_cast<int>(N) ? I + static_cast<int>(N) : I; }
+constexpr int normalized_argnum() {
+  return I < 0 && I >= -static_cast<int>(N) ? I + static_cast<int>(N) : I;
+}
 
 /// A pytree at level L seen one level down (each leaf's primal).
 template <int L, class X>
 auto unwrap_level(const X& x) {
-  return tree_map([](const auto& leaf) {
-    if constexpr (is_dyn_v<decltype(leaf)>) return leaf.level() == L ? leaf.get().inner : leaf;
-    else if constexpr (level_of<decltype(leaf)>() == L) return leaf.primal;
-    else return leaf;
-  }, x);
+  return tree_map(
+      [](const auto& leaf) {
+        if constexpr (is_dyn_v<decltype(leaf)>) return leaf.level() == L ? leaf.get().inner : leaf;
+        else if constexpr (level_of<decltype(leaf)>() == L) return leaf.primal;
+        else return leaf;
+      },
+      x);
 }
 
 /// Starts the backward pass of the grad call at level L (tape serial) from cotangents: each
@@ -82,13 +90,16 @@ auto unwrap_level(const X& x) {
 template <int L, class C, class Y>
 void seed_cotangents(const C& c, const Y& y, std::uint64_t serial) {
   static_assert(same_structure<C, Y>(), "tower: internal: vjp checks the cotangent's structure");
-  (void)tree_zip_named("vjp: the cotangent and f's output", [&](const auto& cl, const auto& yl) {
-    require_cotangent_shape(shape(cl), shape(yl));
-    using Yl = std::remove_cvref_t<decltype(yl)>;
-    if constexpr (level_of<Yl>() == L)
-      if (yl.node && yl.serial == serial) yl.node->accumulate(cl);
-    return 0;
-  }, c, y);
+  (void)tree_zip_named(
+      "vjp: the cotangent and f's output",
+      [&](const auto& cl, const auto& yl) {
+        require_cotangent_shape(shape(cl), shape(yl));
+        using Yl = std::remove_cvref_t<decltype(yl)>;
+        if constexpr (level_of<Yl>() == L)
+          if (yl.node && yl.serial == serial) yl.node->accumulate(cl);
+        return 0;
+      },
+      c, y);
 }
 
 }  // namespace detail
@@ -107,7 +118,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       return dual_unsupported{};  // inside a probe of a tape-free form, which declines
     } else if constexpr (((I < 0) || ...)) {
       // Negative argnums count from the end, as in torch.func.
-      return grad_transform<F, argnums_t<detail::normalized_argnum<I, sizeof...(A)>()...>, HasAux, WithValue, Floor>{f}(a...);
+      return grad_transform<F, argnums_t<detail::normalized_argnum<I, sizeof...(A)>()...>, HasAux, WithValue, Floor>{f}(
+          a...);
     } else if constexpr ((is_scalar_dual_v<A> || ...) || (is_fixed_v<A> || ...)) {
       // tw::fixed arguments, or nested in a tape-free grad (vmap's fused form on numbers): forward
       // mode (forward over forward when nested).
@@ -117,7 +129,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
         return dual_unsupported{};  // the enclosing tape-free transform (or vmap's probe of it) declines
       } else {
         static_assert(forward_ok<A...>(),
-                      "grad: with tw::fixed arguments or inside vmap's fused form on numbers, f must be a function of numbers and "
+                      "grad: with tw::fixed arguments or inside vmap's fused form on numbers, f must be a function of "
+                      "numbers and "
                       "tw::fixed values (at most 32 differentiated numbers in all) that returns a number");
         return diagnostics::failed{};
       }
@@ -136,7 +149,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       return forward(a...);
     } else {
       constexpr int L = pytree_level<A...>() + 1;
-      return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("grad", [&](auto level) { return run<decltype(level)::value>(a...); });
+      return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>(
+          "grad", [&](auto level) { return run<decltype(level)::value>(a...); });
     }
   }
 
@@ -144,7 +158,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   /// (nested, so that forward_ok is asked only for plain, non-volatile numbers).
   template <class... A>
   static constexpr bool runs_forward() {
-    if constexpr (!((std::is_arithmetic_v<A> && !std::is_volatile_v<A>) && ...) || detail::may_capture_values<F>()) return false;
+    if constexpr (!((std::is_arithmetic_v<A> && !std::is_volatile_v<A>) && ...) || detail::may_capture_values<F>())
+      return false;
     else return forward_ok<A...>();
   }
 
@@ -168,7 +183,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
         return false;
       } else {
         using R = typename decltype([]<std::size_t... K>(std::index_sequence<K...>) {
-          return std::type_identity<std::invoke_result_t<const F&, decltype(forward_arg<K, A...>(std::declval<const A&>()))...>>{};
+          return std::type_identity<
+              std::invoke_result_t<const F&, decltype(forward_arg<K, A...>(std::declval<const A&>()))...>>{};
         }(std::index_sequence_for<A...>{}))::type;
         using D = scalar_dual<X, directions<A...>(), shares_tangents<X, directions<A...>()>>;
         if constexpr (!HasAux) {
@@ -203,9 +219,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     using X = forward_input_t<A...>;
     using D = scalar_dual<X, directions<A...>(), shares_tangents<X, directions<A...>()>>;
     namespace du = detail::duals;
-    auto result = [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
-      return f(forward_arg<K, A...>(a)...);
-    }(std::index_sequence_for<A...>{});
+    auto result = [&]<std::size_t... K>(std::index_sequence<K...>)
+                      TOWER_INLINE_LAMBDA { return f(forward_arg<K, A...>(a)...); }(std::index_sequence_for<A...>{});
     const auto& value = [&]() TOWER_INLINE_LAMBDA -> decltype(auto) {
       if constexpr (HasAux) return std::get<0>(result);
       else return (result);
@@ -218,7 +233,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     };
     auto direction = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) TOWER_INLINE_LAMBDA -> X {
       if constexpr (!std::is_same_v<V, D>) return du::lift<X>(0.0);
-      else if constexpr (std::is_arithmetic_v<X>) return du::tangent<K>(value) + X(0);  // a structural zero is -0.0: +0.0 as the tape gives
+      else if constexpr (std::is_arithmetic_v<X>)
+        return du::tangent<K>(value) + X(0);  // a structural zero is -0.0: +0.0 as the tape gives
       else return outside(du::tangent<K>(value));
     };
     // The gradient of the J-th differentiated argument: its directions, shaped like it.
@@ -226,9 +242,10 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       using Arg = arg_t<static_cast<std::size_t>(detail::nth<J, I...>()), A...>;
       constexpr std::size_t first = offset<J, A...>();
       if constexpr (is_fixed_v<Arg>)
-        return detail::fixeds::generate<Arg>([&](auto k) TOWER_INLINE_LAMBDA { return direction(std::integral_constant<std::size_t, first + decltype(k)::value>{}); });
-      else
-        return direction(std::integral_constant<std::size_t, first>{});
+        return detail::fixeds::generate<Arg>([&](auto k) TOWER_INLINE_LAMBDA {
+          return direction(std::integral_constant<std::size_t, first + decltype(k)::value>{});
+        });
+      else return direction(std::integral_constant<std::size_t, first>{});
     };
     auto grads = [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
       if constexpr (sizeof...(J) == 1) return grad_of(std::integral_constant<std::size_t, 0>{});
@@ -239,10 +256,12 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       else return value;
     };
     auto aux = [&](const auto& r) TOWER_INLINE_LAMBDA {
-      return tree_map([](const auto& leaf) TOWER_INLINE_LAMBDA {
-        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(leaf)>, D>) return leaf.v;
-        else return leaf;
-      }, std::get<1>(r));
+      return tree_map(
+          [](const auto& leaf) TOWER_INLINE_LAMBDA {
+            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(leaf)>, D>) return leaf.v;
+            else return leaf;
+          },
+          std::get<1>(r));
     };
     if constexpr (WithValue && HasAux) return std::make_tuple(std::move(grads), primal(), aux(result));
     else if constexpr (WithValue) return std::make_tuple(std::move(grads), primal());
@@ -295,13 +314,15 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       using X = forward_input_t<A...>;
       constexpr int n = directions<A...>();
       constexpr std::size_t first = offset<detail::index_of<static_cast<int>(K), I...>(), A...>();
-      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) { return du::seed<X, n, Own, shares_tangents<X, n>>(v); };
+      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) {
+        return du::seed<X, n, Own, shares_tangents<X, n>>(v);
+      };
       if constexpr (is_fixed_v<arg_t<K, A...>>)
         return detail::fixeds::generate<arg_t<K, A...>>([&](auto k) {
-          return seed(detail::fixeds::flat<decltype(k)::value>(x), std::integral_constant<std::size_t, first + decltype(k)::value>{});
+          return seed(detail::fixeds::flat<decltype(k)::value>(x),
+                      std::integral_constant<std::size_t, first + decltype(k)::value>{});
         });
-      else
-        return seed(x, std::integral_constant<std::size_t, first>{});
+      else return seed(x, std::integral_constant<std::size_t, first>{});
     } else {
       return (x);
     }
@@ -318,8 +339,10 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   /// after reporting the first failure as the compiler's first error line.
   template <class... A>
   static constexpr auto check() {
-    if constexpr (!decltype(diagnostics::check_grad_args<name, argnums_t<I...>, A...>())::value) return std::false_type{};
-    else if constexpr (!decltype(diagnostics::check_callable<name, F, traced_t<A...>, A...>())::value) return std::false_type{};
+    if constexpr (!decltype(diagnostics::check_grad_args<name, argnums_t<I...>, A...>())::value)
+      return std::false_type{};
+    else if constexpr (!decltype(diagnostics::check_callable<name, F, traced_t<A...>, A...>())::value)
+      return std::false_type{};
     else return diagnostics::check_grad_result<name, HasAux, diagnostics::traced_result_t<F, traced_t<A...>>>();
   }
 
@@ -331,11 +354,13 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     } else {
       constexpr int L = pytree_level<A...>() + 1;
       return []<std::size_t... K>(std::index_sequence<K...>) {
-        return std::type_identity<std::tuple<decltype(wrap<L, K, A, A...>(std::declval<const A&>(), std::declval<detail::grad_tape&>(), 0))&...>>{};
+        return std::type_identity<std::tuple<decltype(wrap<L, K, A, A...>(
+            std::declval<const A&>(), std::declval<detail::grad_tape&>(), 0))&...>>{};
       }(std::index_sequence_for<A...>{});
     }
   }
-  template <class... A> using traced_t = typename decltype(traced<A...>())::type;
+  template <class... A>
+  using traced_t = typename decltype(traced<A...>())::type;
 
   template <class... A>
   auto run_runtime(const A&... a) const {
@@ -344,9 +369,10 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     auto r = dyn::run_grad<HasAux>(call, {I...}, std::array<dyn::value, N>{runtime::detail::to_value(a)...});
     auto grads = [&] {
       if constexpr (sizeof...(I) == 1) return r.grads[0];
-      else return [&]<std::size_t... K>(std::index_sequence<K...>) {
-        return std::make_tuple(r.grads[K]...);
-      }(std::make_index_sequence<sizeof...(I)>{});
+      else
+        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return std::make_tuple(r.grads[K]...);
+        }(std::make_index_sequence<sizeof...(I)>{});
     }();
     if constexpr (WithValue && HasAux) return std::make_tuple(std::move(grads), r.val, r.aux);
     else if constexpr (WithValue) return std::make_tuple(std::move(grads), r.val);
@@ -357,14 +383,17 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   template <int L, std::size_t K, class X, class... A>
   static auto wrap(const X& x, detail::grad_tape& tape, std::uint64_t serial) {
     if constexpr (detail::contains_index<static_cast<int>(K), I...>()) {
-      return tree_map([&](const auto& leaf) {
-        using Leaf = std::remove_cvref_t<decltype(leaf)>;
-        static_assert(!std::is_integral_v<Leaf>, "grad: cannot differentiate with respect to an integer or bool leaf");
-        // The leaf's adjoint carries every level in play (its gradient may differ per example
-        // even where the leaf does not); the leaf itself is not copied to those levels.
-        using J = lift_levels_over_t<Leaf, A...>;
-        return grad_value_t<Leaf, L, J>{leaf, tape.make<detail::var_node<J>>(), serial};
-      }, x);
+      return tree_map(
+          [&](const auto& leaf) {
+            using Leaf = std::remove_cvref_t<decltype(leaf)>;
+            static_assert(!std::is_integral_v<Leaf>,
+                          "grad: cannot differentiate with respect to an integer or bool leaf");
+            // The leaf's adjoint carries every level in play (its gradient may differ per example
+            // even where the leaf does not); the leaf itself is not copied to those levels.
+            using J = lift_levels_over_t<Leaf, A...>;
+            return grad_value_t<Leaf, L, J>{leaf, tape.make<detail::var_node<J>>(), serial};
+          },
+          x);
     } else {
       return x;
     }
@@ -377,8 +406,9 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
   template <int L, class... A>
   static auto captured() {
     using R = typename decltype([]<std::size_t... K>(std::index_sequence<K...>) {
-      return std::type_identity<decltype(std::apply(std::declval<const F&>(), std::make_tuple(wrap<L, K, A, A...>(
-                                                        std::declval<const A&>(), std::declval<detail::grad_tape&>(), 0)...)))>{};
+      return std::type_identity<decltype(std::apply(
+          std::declval<const F&>(),
+          std::make_tuple(wrap<L, K, A, A...>(std::declval<const A&>(), std::declval<detail::grad_tape&>(), 0)...)))>{};
     }(std::index_sequence_for<A...>{}))::type;
     using V = typename decltype([] {
       if constexpr (HasAux) return std::type_identity<std::remove_cvref_t<std::tuple_element_t<0, R>>>{};
@@ -441,26 +471,27 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     }
 
     auto gradient = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
-      return tree_zip([](const auto& wrapped, const auto& original) {
-        using X = typename std::remove_cvref_t<decltype(wrapped)>::adjoint_type;
-        auto* leaf = wrapped.node;
-        X g = leaf->adjoint ? std::move(*leaf->adjoint) : detail::convert_adjoint<X>(zeros_like(original));
-        return g;
-      }, std::get<K>(args), std::get<K>(std::tie(a...)));
+      return tree_zip(
+          [](const auto& wrapped, const auto& original) {
+            using X = typename std::remove_cvref_t<decltype(wrapped)>::adjoint_type;
+            auto* leaf = wrapped.node;
+            X g = leaf->adjoint ? std::move(*leaf->adjoint) : detail::convert_adjoint<X>(zeros_like(original));
+            return g;
+          },
+          std::get<K>(args), std::get<K>(std::tie(a...)));
     };
     auto grads = [&] {
-      if constexpr (sizeof...(I) == 1) return gradient(std::integral_constant<std::size_t, static_cast<std::size_t>(I)>{}...);
+      if constexpr (sizeof...(I) == 1)
+        return gradient(std::integral_constant<std::size_t, static_cast<std::size_t>(I)>{}...);
       else return std::make_tuple(gradient(std::integral_constant<std::size_t, static_cast<std::size_t>(I)>{})...);
     }();
 
     if constexpr (WithValue && HasAux)
-      return std::make_tuple(std::move(grads), detail::unwrap_level<L>(value), detail::unwrap_level<L>(std::get<1>(result)));
-    else if constexpr (WithValue)
-      return std::make_tuple(std::move(grads), detail::unwrap_level<L>(value));
-    else if constexpr (HasAux)
-      return std::make_tuple(std::move(grads), detail::unwrap_level<L>(std::get<1>(result)));
-    else
-      return grads;
+      return std::make_tuple(std::move(grads), detail::unwrap_level<L>(value),
+                             detail::unwrap_level<L>(std::get<1>(result)));
+    else if constexpr (WithValue) return std::make_tuple(std::move(grads), detail::unwrap_level<L>(value));
+    else if constexpr (HasAux) return std::make_tuple(std::move(grads), detail::unwrap_level<L>(std::get<1>(result)));
+    else return grads;
   }
 };
 
@@ -468,9 +499,16 @@ template <class F, class A, bool H, bool W, int Fl>
 struct is_runtime_function<grad_transform<F, A, H, W, Fl>> : is_runtime_function<F> {};
 
 namespace detail {
-template <class... Opt> struct find_argnums { using type = argnums_t<0>; };
-template <int... I, class... Rest> struct find_argnums<argnums_t<I...>, Rest...> { using type = argnums_t<I...>; };
-template <class First, class... Rest> struct find_argnums<First, Rest...> : find_argnums<Rest...> {};
+template <class... Opt>
+struct find_argnums {
+  using type = argnums_t<0>;
+};
+template <int... I, class... Rest>
+struct find_argnums<argnums_t<I...>, Rest...> {
+  using type = argnums_t<I...>;
+};
+template <class First, class... Rest>
+struct find_argnums<First, Rest...> : find_argnums<Rest...> {};
 
 template <bool WithValue, class F, class... Opt>
 auto make_grad(F f, Opt...) {
@@ -484,7 +522,9 @@ auto make_grad(F f, Opt...) {
 namespace detail {
 /// grad inside a tower composite (see run_at_level's Floor).
 template <int Floor, class F, int... I>
-auto grad_at(F f, argnums_t<I...>) { return grad_transform<F, argnums_t<I...>, false, false, Floor>{std::move(f)}; }
+auto grad_at(F f, argnums_t<I...>) {
+  return grad_transform<F, argnums_t<I...>, false, false, Floor>{std::move(f)};
+}
 }  // namespace detail
 
 /// grad(f), grad(f, argnums<0, 2>), grad(f, has_aux), grad(f, argnums<1>, has_aux).
@@ -495,7 +535,9 @@ auto grad_at(F f, argnums_t<I...>) { return grad_transform<F, argnums_t<I...>, f
 /// if (gx != 12.0 || gy != 9.0) throw std::runtime_error("argnums");
 /// \endcode
 template <class F, class... Opt>
-auto grad(F f, Opt... opt) { return detail::make_grad<false>(std::move(f), opt...); }
+auto grad(F f, Opt... opt) {
+  return detail::make_grad<false>(std::move(f), opt...);
+}
 
 /// grad_and_value(f, ...): (gradient, value), or (gradient, value, aux) with has_aux.
 /// \code
@@ -503,6 +545,8 @@ auto grad(F f, Opt... opt) { return detail::make_grad<false>(std::move(f), opt..
 /// if (g != std::cos(1.0) || v != std::sin(1.0)) throw std::runtime_error("grad_and_value");
 /// \endcode
 template <class F, class... Opt>
-auto grad_and_value(F f, Opt... opt) { return detail::make_grad<true>(std::move(f), opt...); }
+auto grad_and_value(F f, Opt... opt) {
+  return detail::make_grad<true>(std::move(f), opt...);
+}
 
 }  // namespace tower

@@ -27,16 +27,27 @@
 
 namespace tower {
 
-template <class F, class A> struct jacrev_transform;  // jacobian.hpp
-template <class F, class A> struct jacfwd_transform;
+template <class F, class A>
+struct jacrev_transform;  // jacobian.hpp
+template <class F, class A>
+struct jacfwd_transform;
 
 namespace detail {
 
 /// The function whose Hessian a first-order Jacobian transform F of argument K computes, as
 /// std::type_identity, or void when F is not one (F: jacrev / jacfwd of that argument).
-template <class F, int K> struct hessian_of { using type = void; };
-template <class G, int K> struct hessian_of<jacrev_transform<G, argnums_t<K>>, K> { using type = G; };
-template <class G, int K> struct hessian_of<jacfwd_transform<G, argnums_t<K>>, K> { using type = G; };
+template <class F, int K>
+struct hessian_of {
+  using type = void;
+};
+template <class G, int K>
+struct hessian_of<jacrev_transform<G, argnums_t<K>>, K> {
+  using type = G;
+};
+template <class G, int K>
+struct hessian_of<jacfwd_transform<G, argnums_t<K>>, K> {
+  using type = G;
+};
 
 /// Argument J of a... for a transform of argument K: a_J itself, or seed(a_K) when J == K.
 template <int K, std::size_t J, class Seed, class... A>
@@ -68,15 +79,18 @@ struct hessian_forward {
 
   template <class... A>
   static TOWER_ALWAYS_INLINE auto call(const G& g, const A&... a) {
-    return [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA { return g(seeded<J>(a...)...); }(std::index_sequence_for<A...>{});
+    return [&]<std::size_t... J>(std::index_sequence<J...>)
+               TOWER_INLINE_LAMBDA { return g(seeded<J>(a...)...); }(std::index_sequence_for<A...>{});
   }
 
   /// Whether this path takes these arguments (see the header comment).
   template <class... A>
   static constexpr bool ok() {
-    if constexpr (K < 0 || K >= static_cast<int>(sizeof...(A)) || is_runtime_function_v<G> || requires { G::forward_path; }) {
+    if constexpr (K < 0 || K >= static_cast<int>(sizeof...(A)) || is_runtime_function_v<G> ||
+                  requires { G::forward_path; }) {
       return false;
-    } else if constexpr (!((std::is_arithmetic_v<fixeds::scalar_t<A>> && (!is_fixed_v<A> || fixeds::rank<A>() == 1)) && ...)) {
+    } else if constexpr (!((std::is_arithmetic_v<fixeds::scalar_t<A>> && (!is_fixed_v<A> || fixeds::rank<A>() == 1)) &&
+                           ...)) {
       return false;
     } else if constexpr (!is_fixed_v<arg_t<A...>>) {
       return false;  // argument K is a number: forward_jacobian's duals
@@ -85,9 +99,12 @@ struct hessian_forward {
     } else {
       using T = typename arg_t<A...>::value_type;
       using S = typename decltype([]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
-        return std::type_identity<std::tuple<std::remove_cvref_t<decltype(seeded<J>(std::declval<const A&>()...))>...>>{};
+        return std::type_identity<
+            std::tuple<std::remove_cvref_t<decltype(seeded<J>(std::declval<const A&>()...))>...>>{};
       }(std::index_sequence_for<A...>{}))::type;
-      constexpr bool invocable = []<class... Sd>(std::type_identity<std::tuple<Sd...>>) TOWER_INLINE_LAMBDA { return std::is_invocable_v<const G&, const Sd&...>; }(std::type_identity<S>{});
+      constexpr bool invocable = []<class... Sd>(std::type_identity<std::tuple<Sd...>>) TOWER_INLINE_LAMBDA {
+        return std::is_invocable_v<const G&, const Sd&...>;
+      }(std::type_identity<S>{});
       if constexpr (!invocable) return false;
       else {
         using R = std::remove_cvref_t<decltype(call(std::declval<const G&>(), std::declval<const A&>()...))>;

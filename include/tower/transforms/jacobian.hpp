@@ -50,7 +50,8 @@ auto inner_product(const C& c, const Y& y) {
     }(std::make_index_sequence<std::tuple_size_v<D>>{});
   } else if constexpr (is_std_vector<D>::value) {
     if (c.size() != y.size())
-      throw error("vjp: the cotangent is a vector of " + std::to_string(c.size()) + " entries but f's output has " + std::to_string(y.size()));
+      throw error("vjp: the cotangent is a vector of " + std::to_string(c.size()) + " entries but f's output has " +
+                  std::to_string(y.size()));
     if (y.empty()) throw error("vjp: f returned an empty std::vector: there is no output to differentiate");
     auto r = inner_product(c[0], y[0]);
     for (std::size_t k = 1; k < y.size(); ++k) r = r + inner_product(c[k], y[k]);
@@ -63,18 +64,24 @@ auto inner_product(const C& c, const Y& y) {
 }
 
 template <std::size_t... I>
-constexpr auto argnums_of(std::index_sequence<I...>) { return argnums<static_cast<int>(I)...>; }
+constexpr auto argnums_of(std::index_sequence<I...>) {
+  return argnums<static_cast<int>(I)...>;
+}
 
 /// in_dims(0, none, ..., none) with N nones.
 template <std::size_t N>
 constexpr auto batch_first_only() {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) { return in_dims(0, ((void)I, none)...); }(std::make_index_sequence<N>{});
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return in_dims(0, ((void)I, none)...);
+  }(std::make_index_sequence<N>{});
 }
 
 /// in_dims(-1, none, ..., none) with N nones.
 template <std::size_t N>
 constexpr auto batch_last_only() {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) { return in_dims(-1, ((void)I, none)...); }(std::make_index_sequence<N>{});
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return in_dims(-1, ((void)I, none)...);
+  }(std::make_index_sequence<N>{});
 }
 
 /// Whether grad can start its backward pass from cotangents C of outputs Y (cotangent_seed.hpp):
@@ -99,8 +106,9 @@ constexpr bool seedable() {
 /// Whether a pytree type holds a runtime value anywhere.
 template <class X>
 constexpr bool has_dyn_leaf() {
-  return []<class... L>(std::type_identity<std::tuple<L...>>) { return (is_dyn_v<L> || ...); }(
-      std::type_identity<typename leaf_types<std::remove_cvref_t<X>>::type>{});
+  return []<class... L>(std::type_identity<std::tuple<L...>>) {
+    return (is_dyn_v<L> || ...);
+  }(std::type_identity<typename leaf_types<std::remove_cvref_t<X>>::type>{});
 }
 
 /// The VJP of f at xs for cotangent ct, for the argument indices I... (all when none given):
@@ -124,8 +132,9 @@ auto vjp_apply(const F& f, argnums_t<I...>, const C& ct, const X&... xs) {
     constexpr std::size_t N = sizeof...(X);
     auto h = [&pull](const auto&... a) {
       auto all = std::tie(a...);
-      return [&]<std::size_t... K>(std::index_sequence<K...>) { return pull(std::get<N>(all), std::get<K>(all)...); }(
-          std::make_index_sequence<N>{});
+      return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return pull(std::get<N>(all), std::get<K>(all)...);
+      }(std::make_index_sequence<N>{});
     };
     return grad_at<Floor>(h, argnums<I...>)(xs..., ct);
   }
@@ -148,7 +157,8 @@ tensor<T> first_example_tensor(const tensor<T>& x, std::size_t batch_dims) {
 template <class X>
 auto first_example_leaf(const X& x, std::size_t batch_dims = 0) {
   if constexpr (is_static_wrapper_v<X>) {
-    if constexpr (std::remove_cvref_t<X>::key == transform_type::vmap) return first_example_leaf(batch_first(x).value, batch_dims + 1);
+    if constexpr (std::remove_cvref_t<X>::key == transform_type::vmap)
+      return first_example_leaf(batch_first(x).value, batch_dims + 1);
     else return first_example_leaf(x.primal, batch_dims);
   } else if constexpr (is_dyn_v<X>) {
     // The runtime path's wrappers, likewise: all vmap levels' batch dims lead the plain tensor.
@@ -169,14 +179,16 @@ auto first_example_leaf(const X& x, std::size_t batch_dims = 0) {
 template <class X>
 bool empty_batch_leaf(const X& x) {
   if constexpr (is_static_wrapper_v<X>) {
-    if constexpr (std::remove_cvref_t<X>::key == transform_type::vmap) return x.batch_size == 0 || empty_batch_leaf(x.value);
+    if constexpr (std::remove_cvref_t<X>::key == transform_type::vmap)
+      return x.batch_size == 0 || empty_batch_leaf(x.value);
     else return empty_batch_leaf(x.primal);
   } else if constexpr (is_dyn_v<X>) {
     std::size_t batch_dims = 0;
     const dyn::value* v = &x;
     for (; v->level() > 0; v = &v->get().inner) batch_dims += v->get().key == transform_type::vmap;
     const shape_t s = v->shape();  // all vmap levels' batch dims lead the plain tensor
-    return std::find(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(batch_dims), 0) != s.begin() + static_cast<std::ptrdiff_t>(batch_dims);
+    return std::find(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(batch_dims), 0) !=
+           s.begin() + static_cast<std::ptrdiff_t>(batch_dims);
   } else {
     return false;
   }
@@ -233,15 +245,17 @@ auto pytree_basis(const X& x) {
   const std::int64_t n = tree_numel(x);
   const tensor<T> eye = identity_basis<T>(n, {n});
   std::int64_t offset = 0;  // tree_map visits the leaves in order
-  return tree_map([&](const auto& leaf) {
-    const shape_t s = shape(leaf);
-    const std::int64_t k = numel_of(s);
-    shape_t rows = s;
-    rows.insert(rows.begin(), n);
-    tensor<T> b = reshape(narrow(eye, 1, offset, k), rows);
-    offset += k;
-    return b;
-  }, x);
+  return tree_map(
+      [&](const auto& leaf) {
+        const shape_t s = shape(leaf);
+        const std::int64_t k = numel_of(s);
+        shape_t rows = s;
+        rows.insert(rows.begin(), n);
+        tensor<T> b = reshape(narrow(eye, 1, offset, k), rows);
+        offset += k;
+        return b;
+      },
+      x);
 }
 
 /// jacfwd's columns cols ([n] + out_shape, for pytree_basis(x)) as x's structure of Jacobians,
@@ -251,12 +265,14 @@ auto pytree_columns(const C& cols, const X& x) {
   const shape_t cs = shape(cols);
   const shape_t os(cs.begin() + 1, cs.end());
   std::int64_t offset = 0;
-  return tree_map([&](const auto& leaf) {
-    const std::int64_t k = numel_of(shape(leaf));
-    auto j = reshape_jacobian(movedim(narrow(cols, 0, offset, k), 0, -1), os, leaf);
-    offset += k;
-    return j;
-  }, x);
+  return tree_map(
+      [&](const auto& leaf) {
+        const std::int64_t k = numel_of(shape(leaf));
+        auto j = reshape_jacobian(movedim(narrow(cols, 0, offset, k), 0, -1), os, leaf);
+        offset += k;
+        return j;
+      },
+      x);
 }
 
 }  // namespace detail
@@ -287,20 +303,25 @@ struct forward_jacobian {
 
   template <std::size_t J, class... A>
   static decltype(auto) seeded(const A&... a) {
-    return seeded_arg<K, J>([](const arg_t<A...>& x) {
-      using X = input_t<A...>;
-      constexpr int n = directions<A...>;
-      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) { return duals::seed<X, n, Own>(v); };
-      if constexpr (is_fixed_v<arg_t<A...>>)
-        return fixeds::generate<arg_t<A...>>([&](auto k) { return seed(fixeds::flat<decltype(k)::value>(x), k); });
-      else
-        return seed(x, std::integral_constant<std::size_t, 0>{});
-    }, a...);
+    return seeded_arg<K, J>(
+        [](const arg_t<A...>& x) {
+          using X = input_t<A...>;
+          constexpr int n = directions<A...>;
+          auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) {
+            return duals::seed<X, n, Own>(v);
+          };
+          if constexpr (is_fixed_v<arg_t<A...>>)
+            return fixeds::generate<arg_t<A...>>([&](auto k) { return seed(fixeds::flat<decltype(k)::value>(x), k); });
+          else return seed(x, std::integral_constant<std::size_t, 0>{});
+        },
+        a...);
   }
 
   template <class... A>
   static auto call(const F& f, const A&... a) {
-    return [&]<std::size_t... J>(std::index_sequence<J...>) { return f(seeded<J>(a...)...); }(std::index_sequence_for<A...>{});
+    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+      return f(seeded<J>(a...)...);
+    }(std::index_sequence_for<A...>{});
   }
 
   template <class... A>
@@ -309,17 +330,24 @@ struct forward_jacobian {
       return true;
     } else if constexpr (K < 0 || K >= static_cast<int>(sizeof...(A))) {
       return false;
-    } else if constexpr (!((std::is_arithmetic_v<fixeds::scalar_t<A>> || is_scalar_dual_v<fixeds::scalar_t<A>>) && ...)) {
+    } else if constexpr (!((std::is_arithmetic_v<fixeds::scalar_t<A>> || is_scalar_dual_v<fixeds::scalar_t<A>>) &&
+                           ...)) {
       return false;
-    } else if constexpr (!(std::is_floating_point_v<input_t<A...>> || is_scalar_dual_v<input_t<A...>>) || directions<A...> > 32) {
+    } else if constexpr (!(std::is_floating_point_v<input_t<A...>> || is_scalar_dual_v<input_t<A...>>) ||
+                         directions<A...> > 32) {
       return false;
     } else {
       using S = typename decltype([]<std::size_t... J>(std::index_sequence<J...>) {
-        return std::type_identity<std::tuple<std::remove_cvref_t<decltype(seeded<J>(std::declval<const A&>()...))>...>>{};
+        return std::type_identity<
+            std::tuple<std::remove_cvref_t<decltype(seeded<J>(std::declval<const A&>()...))>...>>{};
       }(std::index_sequence_for<A...>{}))::type;
-      constexpr bool runs = []<class... Sd>(std::type_identity<std::tuple<Sd...>>) { return runs_forward<F, Sd...>(); }(std::type_identity<S>{});
+      constexpr bool runs = []<class... Sd>(std::type_identity<std::tuple<Sd...>>) {
+        return runs_forward<F, Sd...>();
+      }(std::type_identity<S>{});
       if constexpr (!runs) return false;
-      else return output_ok<std::remove_cvref_t<decltype(call(std::declval<const F&>(), std::declval<const A&>()...))>, input_t<A...>>();
+      else
+        return output_ok<std::remove_cvref_t<decltype(call(std::declval<const F&>(), std::declval<const A&>()...))>,
+                         input_t<A...>>();
     }
   }
   /// An output the Jacobian can be read from: a number or scalar_dual (of X's levels), or a fixed of them.
@@ -332,7 +360,8 @@ struct forward_jacobian {
 
   template <class... A>
   static auto run(const F& f, bool prev, const A&... a) {
-    if constexpr (hessian_on_jets<F, K, A...>()) return hessian_forward<typename hessian_of<F, K>::type, K>::run(f.f, a...);
+    if constexpr (hessian_on_jets<F, K, A...>())
+      return hessian_forward<typename hessian_of<F, K>::type, K>::run(f.f, a...);
     else return run_nested(f, prev, a...);
   }
 
@@ -364,7 +393,8 @@ struct forward_jacobian {
       else return tangent(y, std::integral_constant<std::size_t, 0>{});
     };
     using O = std::remove_cvref_t<decltype(out)>;
-    if constexpr (is_fixed_v<O>) return fixeds::generate<O>([&](auto k) { return row(fixeds::flat<decltype(k)::value>(out)); });
+    if constexpr (is_fixed_v<O>)
+      return fixeds::generate<O>([&](auto k) { return row(fixeds::flat<decltype(k)::value>(out)); });
     else return row(out);
   }
 };
@@ -377,7 +407,9 @@ template <class F>
 struct first_result {
   F f;
   template <class... A>
-  auto operator()(const A&... a) const { return std::get<0>(f(a...)); }
+  auto operator()(const A&... a) const {
+    return std::get<0>(f(a...));
+  }
 };
 }  // namespace detail
 
@@ -409,17 +441,20 @@ auto vjp_impl(F f, const P&... primals) {
       if constexpr (!decltype(diagnostics::check_cotangent<C, Out>())::value) {
         return diagnostics::failed{};
       } else {
-        return std::apply([&](const auto&... x) {
-          constexpr int L = pytree_level<C, P...>() + 1;
-          return run_composite<L>("vjp", [&](auto floor) {
-            auto gr = vjp_apply<decltype(floor)::value>(g, argnums_of(std::index_sequence_for<P...>{}), ct, x...);
-            if constexpr (sizeof...(P) == 1) return std::make_tuple(std::move(gr));
-            else return gr;
-          });
-        }, xs);
+        return std::apply(
+            [&](const auto&... x) {
+              constexpr int L = pytree_level<C, P...>() + 1;
+              return run_composite<L>("vjp", [&](auto floor) {
+                auto gr = vjp_apply<decltype(floor)::value>(g, argnums_of(std::index_sequence_for<P...>{}), ct, x...);
+                if constexpr (sizeof...(P) == 1) return std::make_tuple(std::move(gr));
+                else return gr;
+              });
+            },
+            xs);
       }
     };
-    if constexpr (HasAux) return std::make_tuple(std::get<0>(std::move(full)), std::move(vjp_fn), std::get<1>(std::move(full)));
+    if constexpr (HasAux)
+      return std::make_tuple(std::get<0>(std::move(full)), std::move(vjp_fn), std::get<1>(std::move(full)));
     else return std::make_pair(std::move(full), std::move(vjp_fn));
   }
 }
@@ -438,8 +473,9 @@ template <class F, class... P>
 auto vjp(F f, const P&... primals) {
   if constexpr (detail::ends_with_has_aux<P...>()) {
     auto all = std::tie(primals...);
-    return [&]<std::size_t... K>(std::index_sequence<K...>) { return detail::vjp_impl<true>(std::move(f), std::get<K>(all)...); }(
-        std::make_index_sequence<sizeof...(P) - 1>{});
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return detail::vjp_impl<true>(std::move(f), std::get<K>(all)...);
+    }(std::make_index_sequence<sizeof...(P) - 1>{});
   } else {
     return detail::vjp_impl<false>(std::move(f), primals...);
   }
@@ -548,10 +584,11 @@ struct jacobian_entry {
       } else if constexpr (inside_tape_free<A...>()) {
         return dual_unsupported{};  // the enclosing tape-free transform (or vmap's probe of it) declines
       } else {
-        static_assert(Derived::template forward_ok<A...>(),
-                      "jacrev/jacfwd: with tw::fixed arguments or inside vmap's fused form, f must be a function of numbers and "
-                      "tw::fixed values (at most 32 numbers in the differentiated argument, one argnum) that returns numbers or "
-                      "tw::fixed values");
+        static_assert(
+            Derived::template forward_ok<A...>(),
+            "jacrev/jacfwd: with tw::fixed arguments or inside vmap's fused form, f must be a function of numbers and "
+            "tw::fixed values (at most 32 numbers in the differentiated argument, one argnum) that returns numbers or "
+            "tw::fixed values");
         return diagnostics::failed{};
       }
     } else if constexpr (((I < 0) || ...)) {
@@ -564,7 +601,9 @@ struct jacobian_entry {
       return diagnostics::failed{};  // a static check failed and reported it (docs/diagnostics.md)
     } else {
       if constexpr ((is_dyn_v<A> || ...)) return run_body<0>(a...);
-      else return run_composite<pytree_level<A...>() + 1, may_capture_values<F>()>(Derived::name.text, [&](auto floor) { return run_body<decltype(floor)::value>(a...); });
+      else
+        return run_composite<pytree_level<A...>() + 1, may_capture_values<F>()>(
+            Derived::name.text, [&](auto floor) { return run_body<decltype(floor)::value>(a...); });
     }
   }
 
@@ -572,10 +611,13 @@ struct jacobian_entry {
   /// The static checks, before anything else is instantiated.
   template <class... A>
   static constexpr auto check() {
-    if constexpr (!decltype(diagnostics::check_grad_args<Derived::name, argnums_t<I...>, A...>())::value) return std::false_type{};
+    if constexpr (!decltype(diagnostics::check_grad_args<Derived::name, argnums_t<I...>, A...>())::value)
+      return std::false_type{};
     else if constexpr (!std::is_invocable_v<const F&, const A&...>)
       return diagnostics::check_callable<Derived::name, F, std::tuple<const A&...>, A...>();
-    else return diagnostics::check_differentiable_output<Derived::name, false, std::invoke_result_t<const F&, const A&...>>();
+    else
+      return diagnostics::check_differentiable_output<Derived::name, false,
+                                                      std::invoke_result_t<const F&, const A&...>>();
   }
 
   /// Derived::body for a tensor or number output; for a pytree output, one Jacobian per leaf in
@@ -589,10 +631,12 @@ struct jacobian_entry {
     } else {
       // The output's structure (a vector's length) from f on one example of the arguments.
       const auto probe = self.f(tree_map([](const auto& leaf) { return first_example_leaf(leaf); }, a)...);
-      return tree_map_path([&](const auto&, auto get) {
-        using G = output_leaf<F, decltype(get)>;
-        return typename Derived::template rebind<G, argnums_t<I...>>{{}, G{self.f, get}}.template body<Floor>(a...);
-      }, probe);
+      return tree_map_path(
+          [&](const auto&, auto get) {
+            using G = output_leaf<F, decltype(get)>;
+            return typename Derived::template rebind<G, argnums_t<I...>>{{}, G{self.f, get}}.template body<Floor>(a...);
+          },
+          probe);
     }
   }
 };
@@ -607,7 +651,8 @@ struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_tran
   using wrapped_function = F;  // f and a memo of output shapes, no values (detail::may_capture_values)
   std::shared_ptr<detail::output_shape_memo> memo = std::make_shared<detail::output_shape_memo>();
   static constexpr diagnostic name = "jacrev";
-  template <class G, class A> using rebind = jacrev_transform<G, A>;
+  template <class G, class A>
+  using rebind = jacrev_transform<G, A>;
 
   template <int Floor, class... A>
   auto body(const A&... a) const {
@@ -624,8 +669,7 @@ struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_tran
         if (const std::optional<shape_t> os = memo->find(a...)) {
           try {
             return rows<Floor, true>(*os, a...);
-          } catch (const detail::stale_output_shape&) {
-          }
+          } catch (const detail::stale_output_shape&) {}
         }
       }
       if constexpr (!memoised) {
@@ -661,8 +705,9 @@ struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_tran
   auto rows_of(const G& g, const shape_t& os, const A&... a) const {
     auto by_rows = [&] {
       const auto basis = detail::identity_basis<double>(numel_of(os), os);
-      auto all = detail::vmap_at<Floor>([&g](const auto& ct, const auto&... x) { return detail::vjp_apply<Floor>(g, argnums<I...>, ct, x...); },
-                                        detail::batch_first_only<sizeof...(A)>())(detail::for_function<F>(basis), a...);
+      auto all = detail::vmap_at<Floor>(
+          [&g](const auto& ct, const auto&... x) { return detail::vjp_apply<Floor>(g, argnums<I...>, ct, x...); },
+          detail::batch_first_only<sizeof...(A)>())(detail::for_function<F>(basis), a...);
       if constexpr (sizeof...(I) == 1) {
         return detail::reshape_jacobian(all, os, std::get<I...>(std::tie(a...)));
       } else {
@@ -671,7 +716,8 @@ struct jacrev_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacrev_tran
         }(std::make_index_sequence<sizeof...(I)>{});
       }
     };
-    if constexpr (sizeof...(I) == 1 && (is_leaf_v<std::tuple_element_t<static_cast<std::size_t>(I), std::tuple<A...>>> && ...)) {
+    if constexpr (sizeof...(I) == 1 &&
+                  (is_leaf_v<std::tuple_element_t<static_cast<std::size_t>(I), std::tuple<A...>>> && ...)) {
       // A rank-0 output that is not a number type (a scalar tensor, or a number wrapped by
       // enclosing transforms, as in hessian = jacfwd(jacrev(f))): jacrev is grad, without a
       // vmap over a basis of one cotangent (28% of vmap(hessian) on R^8).
@@ -694,7 +740,8 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
   F f;
   using wrapped_function = F;  // holds f and nothing else (detail::may_capture_values)
   static constexpr diagnostic name = "jacfwd";
-  template <class G, class A> using rebind = jacfwd_transform<G, A>;
+  template <class G, class A>
+  using rebind = jacfwd_transform<G, A>;
 
   template <int Floor, class... A>
   auto body(const A&... a) const {
@@ -724,7 +771,8 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
       // directions of all its leaves.
       using T = scalar_type_t<std::tuple_element_t<0, typename detail::leaf_types<Xk>::type>>;
       return detail::pytree_columns(
-          detail::vmap_at<Floor>(pushed, detail::batch_first_only<sizeof...(A)>())(detail::pytree_basis<T>(xk), a...), xk);
+          detail::vmap_at<Floor>(pushed, detail::batch_first_only<sizeof...(A)>())(detail::pytree_basis<T>(xk), a...),
+          xk);
     } else if constexpr (is_scalar_type_v<Xk>) {
       using S = scalar_type_t<std::remove_cvref_t<decltype(xk)>>;  // float with a float argument
       return detail::jvp_at<Floor>(f, std::make_tuple(a...), tangents_for(S(1), std::make_tuple(a...))).second;
@@ -735,7 +783,8 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
       // Batch last needs plain values around it: under an enclosing transform's wrappers every
       // op would move it first again (a transpose each).
       if constexpr (is_runtime_function_v<F> || !(kernels::is_plain_v<A> && ...)) {
-        auto cols = detail::vmap_at<Floor>(pushed, detail::batch_first_only<sizeof...(A)>())(detail::for_function<F>(basis), a...);
+        auto cols = detail::vmap_at<Floor>(pushed, detail::batch_first_only<sizeof...(A)>())(
+            detail::for_function<F>(basis), a...);
         // cols: [n_in] + out_shape -> out_shape + in_shape
         const shape_t cs = shape(cols);
         const shape_t os(cs.begin() + 1, cs.end());
@@ -746,7 +795,8 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
         // comes out as out_shape + [n_in] with no transpose (jacfwd of tanh(A x): 2 -> 0).
         shape_t last = is;
         last.push_back(n);
-        auto cols = detail::vmap_at<Floor>(pushed, detail::batch_last_only<sizeof...(A)>(), out_dims(-1))(basis.with_shape(last), a...);
+        auto cols = detail::vmap_at<Floor>(pushed, detail::batch_last_only<sizeof...(A)>(), out_dims(-1))(
+            basis.with_shape(last), a...);
         const shape_t cs = shape(cols);
         const shape_t os(cs.begin(), cs.end() - 1);
         return detail::reshape_jacobian(cols, os, xk);
@@ -765,7 +815,9 @@ struct with_aux {
   template <class... A>
   auto operator()(const A&... a) const {
     auto full = f(for_function<F>(a)...);  // a type-erased f takes runtime values
-    static_assert(requires { std::tuple_size<decltype(full)>::value; }, "jacobian: with has_aux, f must return an (output, aux) pair");
+    static_assert(
+        requires { std::tuple_size<decltype(full)>::value; },
+        "jacobian: with has_aux, f must return an (output, aux) pair");
     return std::make_pair(jac(a...), std::get<1>(std::move(full)));
   }
 };
@@ -791,7 +843,9 @@ auto make_jacobian(F f) {
 /// if (J.shape() != tw::shape_t{2, 2} || J(1, 1) != 4 || J(0, 1) != 0) throw std::runtime_error("jacrev");
 /// \endcode
 template <class F, class... Opt>
-auto jacrev(F f, Opt...) { return detail::make_jacobian<jacrev_transform, F, Opt...>(std::move(f)); }
+auto jacrev(F f, Opt...) {
+  return detail::make_jacobian<jacrev_transform, F, Opt...>(std::move(f));
+}
 
 /// jacfwd(f), jacfwd(f, argnums<...>), jacfwd(f, has_aux): Jacobian by forward mode (vmap of jvp
 /// \code
@@ -800,7 +854,9 @@ auto jacrev(F f, Opt...) { return detail::make_jacobian<jacrev_transform, F, Opt
 /// \endcode
 /// over a basis).
 template <class F, class... Opt>
-auto jacfwd(F f, Opt...) { return detail::make_jacobian<jacfwd_transform, F, Opt...>(std::move(f)); }
+auto jacfwd(F f, Opt...) {
+  return detail::make_jacobian<jacfwd_transform, F, Opt...>(std::move(f));
+}
 
 /// hessian(f), hessian(f, argnums<...>) = jacfwd(jacrev(f)): shape in_shape + in_shape for a scalar f.
 /// \code

@@ -48,12 +48,14 @@ auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T.
     const std::uint64_t serial = scope.entry().serial;
     fwd_grad_scope fwd(Lv, prev);
     auto args = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::make_tuple(tree_zip([&](const auto& p, const auto& t) {
-        if (shape(p) != shape(t))
-          throw error("jvp: tangent " + std::to_string(I) + " has shape " + shape_str(shape(t)) + " but its primal has shape " +
-                      shape_str(shape(p)));
-        return dual<std::remove_cvref_t<decltype(p)>, std::remove_cvref_t<decltype(t)>, Lv>{p, t, serial};
-      }, std::get<I>(primals), std::get<I>(tangents))...);
+      return std::make_tuple(tree_zip(
+          [&](const auto& p, const auto& t) {
+            if (shape(p) != shape(t))
+              throw error("jvp: tangent " + std::to_string(I) + " has shape " + shape_str(shape(t)) +
+                          " but its primal has shape " + shape_str(shape(p)));
+            return dual<std::remove_cvref_t<decltype(p)>, std::remove_cvref_t<decltype(t)>, Lv>{p, t, serial};
+          },
+          std::get<I>(primals), std::get<I>(tangents))...);
     }(std::index_sequence_for<P...>{});
     auto r = std::apply(f, args);
     return std::make_pair(tree_map([](const auto& leaf) { return split_dual<Lv>(leaf).first; }, r),
@@ -67,7 +69,8 @@ constexpr bool same_element_types() {
   if constexpr (is_leaf_v<P>) return is_dyn_v<P> || is_dyn_v<T> || std::is_same_v<scalar_type_t<P>, scalar_type_t<T>>;
   else
     return []<class... Lp, class... Lt>(std::type_identity<std::tuple<Lp...>>, std::type_identity<std::tuple<Lt...>>) {
-      if constexpr (sizeof...(Lp) != sizeof...(Lt)) return true;  // leaf_types merges vector entries: checked per leaf at run time
+      if constexpr (sizeof...(Lp) != sizeof...(Lt))
+        return true;  // leaf_types merges vector entries: checked per leaf at run time
       else return ((is_dyn_v<Lp> || is_dyn_v<Lt> || std::is_same_v<scalar_type_t<Lp>, scalar_type_t<Lt>>) && ...);
     }(std::type_identity<typename leaf_types<P>::type>{}, std::type_identity<typename leaf_types<T>::type>{});
 }
@@ -78,7 +81,8 @@ auto jvp_at(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>&
   static_assert(sizeof...(P) != 0, "jvp: give at least one primal (and its tangent): f has nothing to differentiate");
   static_assert(sizeof...(P) == sizeof...(T), "jvp: give one tangent per primal");
   static_assert((same_structure<P, T>() && ...),
-                "jvp: each tangent must have its primal's pytree structure (the same tuples, vectors and structs, a tensor or number per leaf)");
+                "jvp: each tangent must have its primal's pytree structure (the same tuples, vectors and structs, a "
+                "tensor or number per leaf)");
   static_assert((same_element_types<P, T>() && ...),
                 "jvp: each tangent must have its primal's element type (double with double, float with float)");
   if constexpr (is_runtime_function_v<F> || (is_dyn_v<P> || ...) || (is_dyn_v<T> || ...)) {
@@ -118,7 +122,9 @@ constexpr auto check_jvp_output() {
   } else {
     constexpr int L = pytree_level<P...>() + 1;
     if constexpr (!std::is_invocable_v<const F&, const dual<P, P, L>&...>) return std::true_type{};
-    else return diagnostics::check_differentiable_output<"jvp", HasAux, std::invoke_result_t<const F&, const dual<P, P, L>&...>>();
+    else
+      return diagnostics::check_differentiable_output<"jvp", HasAux,
+                                                      std::invoke_result_t<const F&, const dual<P, P, L>&...>>();
   }
 }
 }  // namespace detail

@@ -42,9 +42,12 @@ struct fixed_rows_t {
 template <int N>
 inline constexpr fixed_rows_t<N> fixed_rows{};
 /// Whether D is a tw::fixed_rows<N> entry.
-template <class D> struct is_fixed_rows : std::false_type {};
-template <int N> struct is_fixed_rows<fixed_rows_t<N>> : std::true_type {};
-template <class D> inline constexpr bool is_fixed_rows_v = is_fixed_rows<std::remove_cvref_t<D>>::value;
+template <class D>
+struct is_fixed_rows : std::false_type {};
+template <int N>
+struct is_fixed_rows<fixed_rows_t<N>> : std::true_type {};
+template <class D>
+inline constexpr bool is_fixed_rows_v = is_fixed_rows<std::remove_cvref_t<D>>::value;
 
 /// An in_dims entry for one member of a Hana struct argument: an int or tw::none. in_dims takes
 /// a struct of the argument's template over member_dim (torch.func: a dict of in_dims for a dict
@@ -69,19 +72,35 @@ struct member_dim {
 
 namespace detail {
 /// A struct template instance over member_dim (an in_dims entry for a Hana struct argument).
-template <class D> inline constexpr bool is_member_dims_v = false;
-template <template <class> class S> inline constexpr bool is_member_dims_v<S<member_dim>> = true;
+template <class D>
+inline constexpr bool is_member_dims_v = false;
+template <template <class> class S>
+inline constexpr bool is_member_dims_v<S<member_dim>> = true;
 
-template <class D> using dim_entry_t = std::conditional_t<std::is_same_v<D, none_t> || is_fixed_rows_v<D>, D, std::int64_t>;
+template <class D>
+using dim_entry_t = std::conditional_t<std::is_same_v<D, none_t> || is_fixed_rows_v<D>, D, std::int64_t>;
 
 /// An in_dims entry: an int, tw::none, or (for a tuple-like argument) a std::tuple of entries.
-template <class D> struct in_dim_entry { using type = dim_entry_t<D>; };
-template <template <class> class S> struct in_dim_entry<S<member_dim>> { using type = S<member_dim>; };
-template <class... D> struct in_dim_entry<std::tuple<D...>> { using type = std::tuple<typename in_dim_entry<D>::type...>; };
-template <class D> using in_dim_entry_t = typename in_dim_entry<D>::type;
+template <class D>
+struct in_dim_entry {
+  using type = dim_entry_t<D>;
+};
+template <template <class> class S>
+struct in_dim_entry<S<member_dim>> {
+  using type = S<member_dim>;
+};
+template <class... D>
+struct in_dim_entry<std::tuple<D...>> {
+  using type = std::tuple<typename in_dim_entry<D>::type...>;
+};
+template <class D>
+using in_dim_entry_t = typename in_dim_entry<D>::type;
 
-template <class D> inline constexpr bool is_in_dim_entry_v = std::is_integral_v<D> || std::is_same_v<D, none_t> || is_fixed_rows_v<D> || is_member_dims_v<D>;
-template <class... D> inline constexpr bool is_in_dim_entry_v<std::tuple<D...>> = (is_in_dim_entry_v<D> && ...);
+template <class D>
+inline constexpr bool is_in_dim_entry_v =
+    std::is_integral_v<D> || std::is_same_v<D, none_t> || is_fixed_rows_v<D> || is_member_dims_v<D>;
+template <class... D>
+inline constexpr bool is_in_dim_entry_v<std::tuple<D...>> = (is_in_dim_entry_v<D> && ...);
 
 template <class D>
 auto to_in_dim_entry(const D& d) {
@@ -89,7 +108,7 @@ auto to_in_dim_entry(const D& d) {
   else if constexpr (std::is_integral_v<D>) return static_cast<std::int64_t>(d);
   else return std::apply([](const auto&... e) { return std::make_tuple(to_in_dim_entry(e)...); }, d);
 }
-}
+}  // namespace detail
 
 /// Per-argument batch dims of vmap: an int (negative counts from the end), tw::none, or
 /// tw::fixed_rows<N>; for a tuple-like argument, a std::tuple of entries per element (nested pytrees).
@@ -113,8 +132,10 @@ constexpr auto in_dims(D... d) {
 namespace detail {
 /// in_dims(d) with a single int: for a function of several arguments it means d for every
 /// argument (vmap_transform spells it out as one entry per argument).
-template <class InDims> inline constexpr bool is_single_int_in_dims_v = false;
-template <> inline constexpr bool is_single_int_in_dims_v<in_dims_t<std::int64_t>> = true;
+template <class InDims>
+inline constexpr bool is_single_int_in_dims_v = false;
+template <>
+inline constexpr bool is_single_int_in_dims_v<in_dims_t<std::int64_t>> = true;
 }  // namespace detail
 
 /// Per-output dims where vmap puts the batch: one entry per element of a tuple-like result (or a
@@ -126,11 +147,15 @@ struct out_dims_t {
   std::tuple<D...> dims;
 };
 namespace detail {
-template <class D> inline constexpr bool is_out_dim_entry_v = std::is_integral_v<D> || std::is_same_v<D, none_t>;
-template <class... D> inline constexpr bool is_out_dim_entry_v<std::tuple<D...>> = (is_out_dim_entry_v<D> && ...);
+template <class D>
+inline constexpr bool is_out_dim_entry_v = std::is_integral_v<D> || std::is_same_v<D, none_t>;
+template <class... D>
+inline constexpr bool is_out_dim_entry_v<std::tuple<D...>> = (is_out_dim_entry_v<D> && ...);
 /// Whether every out_dims entry is an int (vmap's fused forms take only those).
-template <class OutDims> inline constexpr bool is_flat_out_dims_v = false;
-template <class... D> inline constexpr bool is_flat_out_dims_v<out_dims_t<D...>> = (std::is_integral_v<D> && ...);
+template <class OutDims>
+inline constexpr bool is_flat_out_dims_v = false;
+template <class... D>
+inline constexpr bool is_flat_out_dims_v<out_dims_t<D...>> = (std::is_integral_v<D> && ...);
 }  // namespace detail
 /// out_dims(d...): one dim per output of f, where the batch goes (`tw::out_dims(0, -1)`).
 /// \code
@@ -186,7 +211,9 @@ struct chunk_size_t {
 /// if (tw::vmap(f, tw::chunk_size(2))(X)(2) != 16 + 25) throw std::runtime_error("chunk_size");
 /// \endcode
 constexpr chunk_size_t chunk_size(std::int64_t n) {
-  if (n < 0) throw error("vmap: chunk_size(" + std::to_string(n) + "): the size must be positive, or 0 for the whole batch at once");
+  if (n < 0)
+    throw error("vmap: chunk_size(" + std::to_string(n) +
+                "): the size must be positive, or 0 for the whole batch at once");
   return {n};
 }
 
@@ -199,7 +226,8 @@ struct parallel_t {
   std::int64_t grain = 0;  // 0: automatic
   constexpr parallel_t operator()(int n, std::int64_t grain_size = 0) const {
     if (n < 1) throw error("vmap: tw::parallel(" + std::to_string(n) + "): the thread count must be at least 1");
-    if (grain_size < 0) throw error("vmap: tw::parallel: the grain size must be at least 0, got " + std::to_string(grain_size));
+    if (grain_size < 0)
+      throw error("vmap: tw::parallel: the grain size must be at least 0, got " + std::to_string(grain_size));
     return {n, grain_size};
   }
 };

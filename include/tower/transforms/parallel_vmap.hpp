@@ -13,7 +13,8 @@ namespace detail {
 /// Defined by <tower/parallel.hpp>: static auto run(const V& serial_vmap, parallel_t, args...).
 template <class V>
 struct parallel_engine;
-template <class...> inline constexpr bool parallel_dependent_false = false;
+template <class...>
+inline constexpr bool parallel_dependent_false = false;
 }  // namespace detail
 
 template <class V>
@@ -28,7 +29,8 @@ struct parallel_vmap_transform {
       return detail::parallel_engine<V>::run(serial, parallel, a...);
     } else {
       static_assert(detail::parallel_dependent_false<A...>,
-                    "tw::parallel needs #include <tower/parallel.hpp> and oneTBB (link -ltbb; Bazel //:tower_parallel; CMake TBB::tbb)");
+                    "tw::parallel needs #include <tower/parallel.hpp> and oneTBB (link -ltbb; Bazel //:tower_parallel; "
+                    "CMake TBB::tbb)");
       return serial(a...);
     }
   }

@@ -46,7 +46,8 @@ inline constexpr std::int64_t min_fused_batch = 64;  // (the refusal below says 
 /// The batch size that the batched arguments agree on; tower::error when they disagree or none
 /// is batched.
 template <std::size_t N>
-std::int64_t batch_size_of(const std::array<std::optional<std::int64_t>, N>& in_dims, const std::array<value, N>& args) {
+std::int64_t batch_size_of(const std::array<std::optional<std::int64_t>, N>& in_dims,
+                           const std::array<value, N>& args) {
   std::int64_t bs = -1;
   tower::detail::batch_origin first;
   for (std::size_t i = 0; i < N; ++i)
@@ -56,7 +57,8 @@ std::int64_t batch_size_of(const std::array<std::optional<std::int64_t>, N>& in_
 }
 
 /// x with its batch dim (in_dim, negative from the end) moved to the front.
-template <class V>  // V is value; a template so that only callers instantiate movedim (runtime_transforms.hpp's unbatch)
+template <
+    class V>  // V is value; a template so that only callers instantiate movedim (runtime_transforms.hpp's unbatch)
 V batch_first(const V& x, std::int64_t in_dim) {
   const std::int64_t d = in_dim < 0 ? in_dim + x.rank() : in_dim;
   return d == 0 ? x : movedim(x, d, 0);
@@ -71,10 +73,10 @@ inline std::int64_t out_dim_at(const shape_t& out_dims, std::size_t k) {
 /// What the last runtime vmap that could fuse did, on this thread: for tests and tuning.
 struct fusion_report {
   bool fused = false;
-  std::string refusal;                // why not, when not fused
-  std::size_t traced_instructions = 0;  // scalar instructions the trace made
-  std::size_t instructions = 0;       // those that run per block (after dead-code removal)
-  std::size_t buffers = 0;            // lane buffers of a block
+  std::string refusal;                             // why not, when not fused
+  std::size_t traced_instructions = 0;             // scalar instructions the trace made
+  std::size_t instructions = 0;                    // those that run per block (after dead-code removal)
+  std::size_t buffers = 0;                         // lane buffers of a block
   std::shared_ptr<const fusion::program> program;  // what ran, when fused
 
   /// The instructions, one per line (fusion::program::listing); built only when asked for.
@@ -87,12 +89,15 @@ inline fusion_report& last_fusion() {
   return r;
 }
 
-template <class R> inline constexpr bool is_value_or_tuple_of_values_v = std::is_same_v<R, value>;
-template <class... V> inline constexpr bool is_value_or_tuple_of_values_v<std::tuple<V...>> = (std::is_same_v<V, value> && ...);
+template <class R>
+inline constexpr bool is_value_or_tuple_of_values_v = std::is_same_v<R, value>;
+template <class... V>
+inline constexpr bool is_value_or_tuple_of_values_v<std::tuple<V...>> = (std::is_same_v<V, value> && ...);
 
 template <class R, class Call, std::size_t N>
 std::optional<R> run_vmap_fused_program(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
-                                        const shape_t& out_dims, const std::array<value, N>& args, randomness_kind randomness);
+                                        const shape_t& out_dims, const std::array<value, N>& args,
+                                        randomness_kind randomness);
 
 /// The result of vmap(call) by the fused program, or nullopt when f has an op with no fused form
 /// (or the batch is too small to be worth a trace, or f returns a pytree other than a value or
@@ -111,7 +116,8 @@ std::optional<R> run_vmap_fused(const Call& call, const std::array<std::optional
 
 template <class R, class Call, std::size_t N>
 std::optional<R> run_vmap_fused_program(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
-                                const shape_t& out_dims, const std::array<value, N>& args, randomness_kind randomness) {
+                                        const shape_t& out_dims, const std::array<value, N>& args,
+                                        randomness_kind randomness) {
   // The report is reset in place: its strings keep their storage, so that a vmap that does not
   // fuse (batch size 1 in a loop) allocates nothing here.
   fusion_report& report = last_fusion();
@@ -158,7 +164,8 @@ std::optional<R> run_vmap_fused_program(const Call& call, const std::array<std::
         wrapped[i] = args[i];
         continue;
       }
-      wrapped[i] = wrap(transform_type::vmap, level, serial, value(kernels::narrow(*batched[i], 0, 0, detail::trace_examples)));
+      wrapped[i] =
+          wrap(transform_type::vmap, level, serial, value(kernels::narrow(*batched[i], 0, 0, detail::trace_examples)));
       rec->add_input(wrapped[i], static_cast<int>(i));
     }
     // An error in the trace would name the trace's physical shapes: the batching rules on the
@@ -203,7 +210,8 @@ std::optional<R> run_vmap_fused_program(const Call& call, const std::array<std::
     full.insert(full.begin(), bs);
     double* p = nullptr;
     const std::int64_t n = numel_of(full);
-    results.push_back(tower::detail::new_output<double>(std::move(full), n, p));  // (tw::parallel lends rows: lent_rows.hpp)
+    results.push_back(
+        tower::detail::new_output<double>(std::move(full), n, p));  // (tw::parallel lends rows: lent_rows.hpp)
     dst.push_back(p);
   }
   report.program->run(inputs, numel, bs, dst);
@@ -217,7 +225,9 @@ std::optional<R> run_vmap_fused_program(const Call& call, const std::array<std::
   if constexpr (std::is_same_v<R, value>) {
     return place(0);
   } else {
-    return [&]<std::size_t... K>(std::index_sequence<K...>) { return R{place(K)...}; }(std::make_index_sequence<std::tuple_size_v<R>>{});
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return R{place(K)...};
+    }(std::make_index_sequence<std::tuple_size_v<R>>{});
   }
 }
 

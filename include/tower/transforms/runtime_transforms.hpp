@@ -53,7 +53,8 @@ using leaf_adjoints = std::vector<std::pair<const grad_node*, value>>;
 
 /// The adjoint of leaf `n`, or null when the sweep did not reach it.
 inline const value* find_adjoint(const leaf_adjoints& a, const grad_node* n) {
-  auto it = std::lower_bound(a.begin(), a.end(), n, [](const auto& e, const grad_node* k) { return std::less<>{}(e.first, k); });
+  auto it = std::lower_bound(a.begin(), a.end(), n,
+                             [](const auto& e, const grad_node* k) { return std::less<>{}(e.first, k); });
   return it != a.end() && it->first == n ? &it->second : nullptr;
 }
 
@@ -143,8 +144,8 @@ leaf_adjoints backward(const V& out, const V* seed = nullptr) {
 
 /// vmap on the runtime path. `in_dims[i]` empty means not batched.
 template <class Call, std::size_t N>
-auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
-                   const shape_t& out_dims, const std::array<value, N>& args, randomness_kind randomness) {
+auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims, const shape_t& out_dims,
+                   const std::array<value, N>& args, randomness_kind randomness) {
   const int level = top_live_level() + 1;
   interpreter_scope scope(transform_type::vmap, level);
   scope.entry().randomness = randomness;
@@ -153,7 +154,8 @@ auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t
   scope.entry().batch_size = bs;
   std::array<value, N> wrapped;
   for (std::size_t i = 0; i < N; ++i)
-    wrapped[i] = in_dims[i] ? wrap(transform_type::vmap, level, serial, detail::batch_first(args[i], *in_dims[i])) : args[i];
+    wrapped[i] =
+        in_dims[i] ? wrap(transform_type::vmap, level, serial, detail::batch_first(args[i], *in_dims[i])) : args[i];
   auto r = call(wrapped);
   auto out_dim = [&](std::size_t k) { return detail::out_dim_at(out_dims, k); };
   auto unbatch_tree = [&](const auto& t, std::size_t k) {
@@ -174,9 +176,9 @@ auto run_vmap_once(const Call& call, const std::array<std::optional<std::int64_t
 /// example at a time; with randomness=same every chunk draws what the whole batch would
 /// (tower/randomness.hpp).
 template <class Call, std::size_t N>
-auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims,
-              const shape_t& out_dims, const std::array<value, N>& args,
-              randomness_kind randomness = randomness_kind::error, std::int64_t chunk_size = 0, bool fuse = false) {
+auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>& in_dims, const shape_t& out_dims,
+              const std::array<value, N>& args, randomness_kind randomness = randomness_kind::error,
+              std::int64_t chunk_size = 0, bool fuse = false) {
   using R = decltype(run_vmap_once(call, in_dims, out_dims, args, randomness));
   if (fuse)
     if (auto r = run_vmap_fused<R>(call, in_dims, out_dims, args, randomness)) return std::move(*r);
@@ -196,7 +198,8 @@ auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>
           if (in_dims[i]) slice[i] = narrow(args[i], *in_dims[i], start, len);
         if constexpr (std::is_same_v<R, value>) {
           if (rows) {
-            rows->compute(start, len, [&] { return run_vmap_once(call, in_dims, out_dims, slice, randomness).to_tensor(); });
+            rows->compute(start, len,
+                          [&] { return run_vmap_once(call, in_dims, out_dims, slice, randomness).to_tensor(); });
             continue;
           }
           if (start == 0) {
@@ -224,13 +227,15 @@ auto run_vmap(const Call& call, const std::array<std::optional<std::int64_t>, N>
         }
         const std::int64_t d = detail::out_dim_at(out_dims, k);
         std::size_t leaf = 0;
-        return tree_map([&](const auto& first) {  // (generic: cat is instantiated where this runs)
-          std::vector<std::remove_cvref_t<decltype(first)>> xs;
-          for (const auto& f : flat) xs.push_back(f[leaf]);
-          ++leaf;
-          const auto r = static_cast<std::int64_t>(first.shape().size());
-          return cat(xs, d < 0 ? d + r : d);
-        }, get(parts.front()));
+        return tree_map(
+            [&](const auto& first) {  // (generic: cat is instantiated where this runs)
+              std::vector<std::remove_cvref_t<decltype(first)>> xs;
+              for (const auto& f : flat) xs.push_back(f[leaf]);
+              ++leaf;
+              const auto r = static_cast<std::int64_t>(first.shape().size());
+              return cat(xs, d < 0 ? d + r : d);
+            },
+            get(parts.front()));
       };
       if constexpr (std::is_same_v<R, value> || !tower::detail::is_tuple_like<R>::value) {
         return join([](const R& p) -> const R& { return p; }, 0);
@@ -272,9 +277,11 @@ auto run_grad(const Call& call, const std::vector<int>& argnums, const std::arra
   std::vector<std::shared_ptr<grad_node>> leaves;
   for (int k : argnums) {
     if (k < 0 || static_cast<std::size_t>(k) >= N)
-      throw error("grad: argnums index " + std::to_string(k) + " is out of range for a function of " + std::to_string(N) + " arguments");
+      throw error("grad: argnums index " + std::to_string(k) + " is out of range for a function of " +
+                  std::to_string(N) + " arguments");
     leaves.push_back(std::allocate_shared<grad_node>(tower::detail::pool_allocator<grad_node>()));
-    wrapped[static_cast<std::size_t>(k)] = wrap(transform_type::grad, level, serial, args[static_cast<std::size_t>(k)], leaves.back());
+    wrapped[static_cast<std::size_t>(k)] =
+        wrap(transform_type::grad, level, serial, args[static_cast<std::size_t>(k)], leaves.back());
   }
   auto result = call(wrapped);
   constexpr bool seeded = tower::detail::is_cotangent_seed_v<decltype(result)>;  // vjp (cotangent_seed.hpp)
@@ -293,14 +300,18 @@ auto run_grad(const Call& call, const std::vector<int>& argnums, const std::arra
 
   detail::leaf_adjoints adjoint;
   if (out.level() == level && out.get().serial == serial && out.get().node) adjoint = detail::backward(out, seed);
-  using Aux = std::conditional_t<HasAux, std::remove_cvref_t<std::tuple_element_t<1, std::conditional_t<HasAux, decltype(result), std::tuple<value, value>>>>, value>;
+  using Aux = std::conditional_t<HasAux,
+                                 std::remove_cvref_t<std::tuple_element_t<
+                                     1, std::conditional_t<HasAux, decltype(result), std::tuple<value, value>>>>,
+                                 value>;
   grad_result<Aux> r;
   for (std::size_t j = 0; j < argnums.size(); ++j) {
     const value* a = detail::find_adjoint(adjoint, leaves[j].get());
     r.grads.push_back(a ? *a : zeros_like(args[static_cast<std::size_t>(argnums[j])]));
   }
   r.val = unwrap_level(out, level, serial);
-  if constexpr (HasAux) r.aux = tree_map([&](const value& v) { return unwrap_level(v, level, serial); }, std::get<1>(result));
+  if constexpr (HasAux)
+    r.aux = tree_map([&](const value& v) { return unwrap_level(v, level, serial); }, std::get<1>(result));
   return r;
 }
 

@@ -48,7 +48,8 @@ R convert_value(X&& x) {
 template <class F>
 constexpr bool may_capture_values() {
   if constexpr (std::is_empty_v<F>) return false;
-  else if constexpr (requires { typename F::wrapped_function; }) return may_capture_values<typename F::wrapped_function>();
+  else if constexpr (requires { typename F::wrapped_function; })
+    return may_capture_values<typename F::wrapped_function>();
   else return true;
 }
 
@@ -60,7 +61,8 @@ constexpr int predicted_level() {
 }
 
 [[noreturn]] inline void nested_too_deeply(const char* transform, int live) {
-  throw error(std::string(transform) + ": transforms nested through captured values too deeply for the static path (live level " +
+  throw error(std::string(transform) +
+              ": transforms nested through captured values too deeply for the static path (live level " +
               std::to_string(live) + "); pass the captured values as arguments or use the runtime path");
 }
 
@@ -74,7 +76,8 @@ R run_below_live(const char* transform, int live, At&& at) {
     return at(std::integral_constant<int, P>{});
   } else {
     if constexpr (P < 4 * closure_level_step) {
-      if (P + closure_level_step > live) return convert_value<R>(at(std::integral_constant<int, P + closure_level_step>{}));
+      if (P + closure_level_step > live)
+        return convert_value<R>(at(std::integral_constant<int, P + closure_level_step>{}));
     }
     nested_too_deeply(transform, live);
   }
@@ -108,7 +111,8 @@ auto run_widened(const char* transform, At&& at) {
   if constexpr (W == P) {
     return run_below_live<R, P, MayCapture>(transform, live, at);
   } else {
-    if (P + closure_level_step > live) return convert_value<R>(at(std::integral_constant<int, P + closure_level_step>{}));
+    if (P + closure_level_step > live)
+      return convert_value<R>(at(std::integral_constant<int, P + closure_level_step>{}));
     nested_too_deeply(transform, live);
   }
 }

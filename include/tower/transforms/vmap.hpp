@@ -46,7 +46,9 @@ constexpr bool check_member_dims() {
     else if constexpr (!requires { typename rebind_struct<X, member_dim>::type; }) return false;
     else return std::is_same_v<typename rebind_struct<X, member_dim>::type, D>;
   }();
-  static_assert(same_template, "vmap: an in_dims entry that is a struct of tw::member_dim needs an argument of the same struct template");
+  static_assert(
+      same_template,
+      "vmap: an in_dims entry that is a struct of tw::member_dim needs an argument of the same struct template");
   return same_template;
 }
 
@@ -64,9 +66,11 @@ void for_each_in_dim(const D& d, const X& x, F&& f) {
       }(std::make_index_sequence<struct_size_v<X>>{});
     }
   } else {
-    static_assert(std::tuple_size_v<D> == std::tuple_size_v<X>, "vmap: an in_dims entry does not match its argument's structure");
-    [&]<std::size_t... K>(std::index_sequence<K...>) { (for_each_in_dim(std::get<K>(d), std::get<K>(x), f), ...); }(
-        std::make_index_sequence<std::tuple_size_v<D>>{});
+    static_assert(std::tuple_size_v<D> == std::tuple_size_v<X>,
+                  "vmap: an in_dims entry does not match its argument's structure");
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (for_each_in_dim(std::get<K>(d), std::get<K>(x), f), ...);
+    }(std::make_index_sequence<std::tuple_size_v<D>>{});
   }
 }
 
@@ -86,16 +90,24 @@ auto map_in_dim(const D& d, const X& x, F&& f, Lift lift = {}) {
       using U = decltype(map_in_dim(std::int64_t{0}, std::declval<const T&>(), f));
       typename rebind_struct<X, U>::type r{};
       [&]<std::size_t... K>(std::index_sequence<K...>) {
-        ((member<K>(r) = member<K>(d).dim ? map_in_dim(*member<K>(d).dim, member<K>(x), f) : U(tree_map(lift, member<K>(x)))), ...);
+        ((member<K>(r) =
+              member<K>(d).dim ? map_in_dim(*member<K>(d).dim, member<K>(x), f) : U(tree_map(lift, member<K>(x)))),
+         ...);
       }(std::make_index_sequence<struct_size_v<X>>{});
       return r;
     }
   } else {
-    static_assert(std::tuple_size_v<D> == std::tuple_size_v<X>, "vmap: an in_dims entry does not match its argument's structure");
+    static_assert(std::tuple_size_v<D> == std::tuple_size_v<X>,
+                  "vmap: an in_dims entry does not match its argument's structure");
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
       if constexpr (requires { x.first; })
-        return std::make_pair(map_in_dim(std::get<0>(d), x.first, f, lift), map_in_dim(std::get<1>(d), x.second, f, lift));
-      else if constexpr (requires { std::get<0>(x); x[0]; }) return std::array{map_in_dim(std::get<K>(d), x[K], f, lift)...};
+        return std::make_pair(map_in_dim(std::get<0>(d), x.first, f, lift),
+                              map_in_dim(std::get<1>(d), x.second, f, lift));
+      else if constexpr (requires {
+                           std::get<0>(x);
+                           x[0];
+                         })
+        return std::array{map_in_dim(std::get<K>(d), x[K], f, lift)...};
       else return std::make_tuple(map_in_dim(std::get<K>(d), std::get<K>(x), f, lift)...);
     }(std::make_index_sequence<std::tuple_size_v<D>>{});
   }
@@ -112,24 +124,31 @@ T cat_chunks(const std::vector<P>& parts, Get get, std::int64_t out_dim) {
     const auto r = static_cast<std::int64_t>(shape(xs.front()).size());
     return cat(xs, out_dim < 0 ? out_dim + r : out_dim);
   } else if constexpr (requires { first.first; }) {
-    return T{cat_chunks<decltype(first.first)>(parts, [&](const P& p) -> const auto& { return get(p).first; }, out_dim),
-             cat_chunks<decltype(first.second)>(parts, [&](const P& p) -> const auto& { return get(p).second; }, out_dim)};
+    return T{
+        cat_chunks<decltype(first.first)>(
+            parts, [&](const P& p) -> const auto& { return get(p).first; }, out_dim),
+        cat_chunks<decltype(first.second)>(parts, [&](const P& p) -> const auto& { return get(p).second; }, out_dim)};
   } else if constexpr (requires { std::tuple_size<T>::value; }) {
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return T{cat_chunks<std::tuple_element_t<K, T>>(parts, [&](const P& p) -> const auto& { return std::get<K>(get(p)); }, out_dim)...};
+      return T{cat_chunks<std::tuple_element_t<K, T>>(
+          parts, [&](const P& p) -> const auto& { return std::get<K>(get(p)); }, out_dim)...};
     }(std::make_index_sequence<std::tuple_size_v<T>>{});
   } else if constexpr (detail::is_std_vector<T>::value) {
     T r;
     for (std::size_t i = 0; i < first.size(); ++i)
-      r.push_back(cat_chunks<typename T::value_type>(parts, [&](const P& p) -> const auto& { return get(p).at(i); }, out_dim));
+      r.push_back(
+          cat_chunks<typename T::value_type>(parts, [&](const P& p) -> const auto& { return get(p).at(i); }, out_dim));
     return r;
   } else {
     T r{};
     constexpr std::size_t n = decltype(boost::hana::length(boost::hana::accessors<T>()))::value;
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      ((boost::hana::second(boost::hana::at_c<K>(boost::hana::accessors<T>()))(r) = cat_chunks<std::remove_cvref_t<decltype(
-            boost::hana::second(boost::hana::at_c<K>(boost::hana::accessors<T>()))(first))>>(
-            parts, [&](const P& p) -> const auto& { return boost::hana::second(boost::hana::at_c<K>(boost::hana::accessors<T>()))(get(p)); },
+      ((boost::hana::second(boost::hana::at_c<K>(boost::hana::accessors<T>()))(r) = cat_chunks<std::remove_cvref_t<
+            decltype(boost::hana::second(boost::hana::at_c<K>(boost::hana::accessors<T>()))(first))>>(
+            parts,
+            [&](const P& p) -> const auto& {
+              return boost::hana::second(boost::hana::at_c<K>(boost::hana::accessors<T>()))(get(p));
+            },
             out_dim)),
        ...);
     }(std::make_index_sequence<n>{});
@@ -182,13 +201,15 @@ auto map_out_dim(const P& p, const R& r, F&& f) {
   if constexpr (std::is_integral_v<P> || std::is_same_v<P, none_t>) {
     return tree_map([&](const auto& leaf) { return f(p, leaf); }, r);
   } else {
-    static_assert(is_tuple_like<D>::value || is_std_array<D>::value,
-                  "vmap: a std::tuple entry of out_dims needs a std::tuple, std::pair or std::array output at its place");
+    static_assert(
+        is_tuple_like<D>::value || is_std_array<D>::value,
+        "vmap: a std::tuple entry of out_dims needs a std::tuple, std::pair or std::array output at its place");
     if constexpr (is_tuple_like<D>::value || is_std_array<D>::value) {
       static_assert(std::tuple_size_v<P> == std::tuple_size_v<D>,
                     "vmap: a std::tuple entry of out_dims must have one entry per element of the output at its place");
       return [&]<std::size_t... K>(std::index_sequence<K...>) {
-        if constexpr (requires { r.first; }) return std::make_pair(map_out_dim(std::get<0>(p), r.first, f), map_out_dim(std::get<1>(p), r.second, f));
+        if constexpr (requires { r.first; })
+          return std::make_pair(map_out_dim(std::get<0>(p), r.first, f), map_out_dim(std::get<1>(p), r.second, f));
         else if constexpr (is_std_array<D>::value) return std::array{map_out_dim(std::get<K>(p), r[K], f)...};
         else return std::make_tuple(map_out_dim(std::get<K>(p), std::get<K>(r), f)...);
       }(std::make_index_sequence<std::tuple_size_v<D>>{});
@@ -206,7 +227,8 @@ T cat_out_chunks(const std::vector<P>& parts, Get get, const Pf& p) {
     return cat_chunks<T>(parts, get, p);
   } else {
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return T{cat_out_chunks<std::tuple_element_t<K, T>>(parts, [&](const P& q) -> const auto& { return std::get<K>(get(q)); }, std::get<K>(p))...};
+      return T{cat_out_chunks<std::tuple_element_t<K, T>>(
+          parts, [&](const P& q) -> const auto& { return std::get<K>(get(q)); }, std::get<K>(p))...};
     }(std::make_index_sequence<std::tuple_size_v<T>>{});
   }
 }
@@ -276,22 +298,26 @@ struct vmap_transform {
           if (const std::int64_t bs = ff::batch_size(in, a...); bs > 0) return {P::loop, bs};
       return {};  // batching rules, each fixed_rows<N> entry 0
     } else if constexpr (std::is_same_v<Strategy, strategy::fused_t> || std::is_same_v<Strategy, strategy::packets_t>) {
-      static_assert(fused_applies<A...>() && detail::is_flat_out_dims_v<OutDims>,
-                    "vmap: strategy::fused and ::packets need plain arguments, in_dims of ints or tw::none and out_dims of ints");
+      static_assert(
+          fused_applies<A...>() && detail::is_flat_out_dims_v<OutDims>,
+          "vmap: strategy::fused and ::packets need plain arguments, in_dims of ints or tw::none and out_dims of ints");
       static_assert((fz::is_plain_v<A> && ...),
-                    "vmap: strategy::fused and ::packets need plain arguments (numbers, tensors), not values of an enclosing transform");
+                    "vmap: strategy::fused and ::packets need plain arguments (numbers, tensors), not values of an "
+                    "enclosing transform");
       // randomness=same or different: batching rules, which draw once for all examples or one
       // example at a time.
       if (opts.randomness != randomness_kind::error) return {};
       const std::int64_t bs = fz::batch_size(in, a...);
-      if (bs == 0) throw error(std::is_same_v<Strategy, strategy::fused_t> ? "vmap: strategy::fused needs at least one example"
-                                                                          : "vmap: strategy::packets needs at least one example");
+      if (bs == 0)
+        throw error(std::is_same_v<Strategy, strategy::fused_t> ? "vmap: strategy::fused needs at least one example"
+                                                                : "vmap: strategy::packets needs at least one example");
       if constexpr (std::is_same_v<Strategy, strategy::packets_t>) {
         // chunk_size(n): packets of n examples, as on the runtime path.
         return {P::packets, bs, 0, 0, opts.chunk_size > 0 ? opts.chunk_size : fz::packet_size(in, a...)};
       } else {
         if constexpr (fz::scalar_candidate<F, InDims, A...>())
-          if (fz::scalar_examples<InDims>(a...)) return {numbers_loop<A...>() ? P::loop : P::per_example, bs, 0, 0, 0, true};
+          if (fz::scalar_examples<InDims>(a...))
+            return {numbers_loop<A...>() ? P::loop : P::per_example, bs, 0, 0, 0, true};
         return {P::per_example, bs};
       }
     } else if constexpr (automatic_forms<A...>()) {
@@ -299,13 +325,17 @@ struct vmap_transform {
       if (opts.chunk_size > 0 || opts.randomness == randomness_kind::different) return {};
       if (plain_run) {
         if constexpr (numbers_loop<A...>())
-          if (const std::int64_t bs = ff::batch_size(ff::rows_at<sizeof...(A), 0>(in, std::index_sequence_for<A...>{}), a...); bs > 0)
+          if (const std::int64_t bs =
+                  ff::batch_size(ff::rows_at<sizeof...(A), 0>(in, std::index_sequence_for<A...>{}), a...);
+              bs > 0)
             return {P::loop, bs};
         if constexpr (requires { F::forward_path; })
-          if (const auto c = ff::choose_rows<batched_t<A...>, 0, F, InDims, OutDims>(in, a...); c.bs > 0) return {P::loop, c.bs, c.arg, c.rows};
+          if (const auto c = ff::choose_rows<batched_t<A...>, 0, F, InDims, OutDims>(in, a...); c.bs > 0)
+            return {P::loop, c.bs, c.arg, c.rows};
       }
       const std::int64_t bs = fz::batch_size(in, a...);
-      if (const std::int64_t packet = fz::automatic_packet(bs, fz::example_numbers(in, a...))) return {P::packets, bs, 0, 0, packet};
+      if (const std::int64_t packet = fz::automatic_packet(bs, fz::example_numbers(in, a...)))
+        return {P::packets, bs, 0, 0, packet};
     }
     return {};
   }
@@ -324,8 +354,11 @@ struct vmap_transform {
       using R = decltype(strategy_result(a...));
       if (p.form == P::batched) {
         using Batched = vmap_transform<F, InDims, OutDims, strategy::batched_t, Floor>;
-        if constexpr (std::is_same_v<decltype(Batched{f, in, out, opts}(a...)), R>) return Batched{f, in, out, opts}(a...);
-        else throw error("vmap: strategy::fused and ::packets take randomness=error only for this f; use strategy::batched");
+        if constexpr (std::is_same_v<decltype(Batched{f, in, out, opts}(a...)), R>)
+          return Batched{f, in, out, opts}(a...);
+        else
+          throw error(
+              "vmap: strategy::fused and ::packets take randomness=error only for this f; use strategy::batched");
       }
       if constexpr (std::is_same_v<Strategy, strategy::packets_t>) {
         return fz::run_packets(f, in, out, p.bs, p.packet, opts.randomness, a...);
@@ -347,9 +380,9 @@ struct vmap_transform {
           try {
             if constexpr (numbers_loop<A...>())
               if (p.rows == 0) return ff::run<F, numbers_in<A...>>(f, out, p.bs, a...);
-            if constexpr (requires { F::forward_path; }) return ff::run_rows<R, 0, 1>(f, in, out, {p.bs, p.rows_arg, p.rows}, a...);
-          } catch (const error&) {
-          }
+            if constexpr (requires { F::forward_path; })
+              return ff::run_rows<R, 0, 1>(f, in, out, {p.bs, p.rows_arg, p.rows}, a...);
+          } catch (const error&) {}
         } else if (p.form == P::packets) {
           if constexpr (std::is_same_v<decltype(fz::run_packets(f, in, out, p.bs, p.packet, opts.randomness, a...)), R>)
             return fz::run_packets(f, in, out, p.bs, p.packet, opts.randomness, a...);
@@ -362,36 +395,47 @@ struct vmap_transform {
   template <class... A>
   auto batched_run(const A&... a) const {
     constexpr int L = pytree_level<A...>() + 1;
-    return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>("vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
+    return detail::run_at_level<L, Floor, detail::may_capture_values<F>()>(
+        "vmap", [&](auto level) { return run_chunked<decltype(level)::value>(a...); });
   }
   template <class... A>
   static auto batched_type() {  // (a function body: the class is complete there, for clang)
-    return std::type_identity<decltype(std::declval<const vmap_transform&>().batched_run(std::declval<const A&>()...))>{};
+    return std::type_identity<decltype(std::declval<const vmap_transform&>().batched_run(
+        std::declval<const A&>()...))>{};
   }
-  template <class... A> using batched_t = typename decltype(batched_type<A...>())::type;
+  template <class... A>
+  using batched_t = typename decltype(batched_type<A...>())::type;
 
   /// strategy::automatic's other forms (loops, packets) apply to these types: plain arguments,
   /// in_dims of ints and none, out_dims of ints, a result of numbers and tensors.
   template <class... A>
   static constexpr bool automatic_forms() {
-    if constexpr (!std::is_same_v<Strategy, strategy::automatic_t> || !fused_applies<A...>() || !detail::is_flat_out_dims_v<OutDims>) return false;
+    if constexpr (!std::is_same_v<Strategy, strategy::automatic_t> || !fused_applies<A...>() ||
+                  !detail::is_flat_out_dims_v<OutDims>)
+      return false;
     else return detail::fused::plain_result_v<batched_t<A...>>;
   }
 
   /// strategy::fused's result type (the per-example forms').
   template <class... A>
   auto strategy_result(const A&... a) const {
-    if constexpr (std::is_same_v<Strategy, strategy::packets_t>) return detail::fused::run_packets(f, in, out, 1, 1, opts.randomness, a...);
+    if constexpr (std::is_same_v<Strategy, strategy::packets_t>)
+      return detail::fused::run_packets(f, in, out, 1, 1, opts.randomness, a...);
     else return detail::fused::run<false>(f, in, out, 1, a...);
   }
 
-  template <class... A> using numbers_in = detail::fused_fixed::numbers_in_t<InDims, A...>;
+  template <class... A>
+  using numbers_in = detail::fused_fixed::numbers_in_t<InDims, A...>;
   /// The loop on numbers (every batched argument [B]) for a first-order transform f.
   template <class... A>
   static constexpr bool numbers_loop() {
     if constexpr (std::is_same_v<Strategy, strategy::fused_t>) {
       if constexpr (!detail::fused::scalar_candidate<F, InDims, A...>()) return false;
-      else return detail::fused_fixed::loop_ok<decltype(detail::fused::run<true>(std::declval<const F&>(), std::declval<const InDims&>(), std::declval<const OutDims&>(), 1, std::declval<const A&>()...)), F, numbers_in<A...>, OutDims, A...>();
+      else
+        return detail::fused_fixed::loop_ok<decltype(detail::fused::run<true>(
+                                                std::declval<const F&>(), std::declval<const InDims&>(),
+                                                std::declval<const OutDims&>(), 1, std::declval<const A&>()...)),
+                                            F, numbers_in<A...>, OutDims, A...>();
     } else if constexpr (!automatic_forms<A...>() || !detail::fused_fixed::first_order<F>()) {
       return false;
     } else {
@@ -402,10 +446,15 @@ struct vmap_transform {
   /// The loop on tw::fixed_rows / tw::fixed arguments as given.
   template <class... A>
   static constexpr bool fixed_loop() {
-    if constexpr (std::is_same_v<Strategy, strategy::batched_t> || std::is_same_v<Strategy, strategy::packets_t> || !detail::is_flat_out_dims_v<OutDims>) return false;
+    if constexpr (std::is_same_v<Strategy, strategy::batched_t> || std::is_same_v<Strategy, strategy::packets_t> ||
+                  !detail::is_flat_out_dims_v<OutDims>)
+      return false;
     else if constexpr (!detail::fused_fixed::applies<F, InDims, A...>()) return false;
-    else return std::is_same_v<decltype(detail::fused_fixed::run<F, InDims>(std::declval<const F&>(), std::declval<const OutDims&>(), 1, std::declval<const A&>()...)),
-                               decltype(std::declval<const vmap_transform&>().on_tensors(std::declval<const A&>()...))>;
+    else
+      return std::is_same_v<decltype(detail::fused_fixed::run<F, InDims>(std::declval<const F&>(),
+                                                                         std::declval<const OutDims&>(), 1,
+                                                                         std::declval<const A&>()...)),
+                            decltype(std::declval<const vmap_transform&>().on_tensors(std::declval<const A&>()...))>;
   }
 
  private:
@@ -427,12 +476,17 @@ struct vmap_transform {
   template <class... A>
   auto on_tensors(const A&... a) const {
     namespace ff = detail::fused_fixed;
-    constexpr bool loop = !std::is_same_v<Strategy, strategy::batched_t> && !std::is_same_v<Strategy, strategy::packets_t> &&
-                          detail::is_flat_out_dims_v<OutDims> && ff::applies<F, InDims, A...>();
-    using Fallback = std::conditional_t<loop && std::is_same_v<Strategy, strategy::automatic_t>, strategy::batched_t, Strategy>;
+    constexpr bool loop = !std::is_same_v<Strategy, strategy::batched_t> &&
+                          !std::is_same_v<Strategy, strategy::packets_t> && detail::is_flat_out_dims_v<OutDims> &&
+                          ff::applies<F, InDims, A...>();
+    using Fallback =
+        std::conditional_t<loop && std::is_same_v<Strategy, strategy::automatic_t>, strategy::batched_t, Strategy>;
     const auto plain_in = ff::plain_in_dims(in);
-    const vmap_transform<F, std::remove_cvref_t<decltype(plain_in)>, OutDims, Fallback, Floor> v{f, plain_in, out, opts};
-    return [&]<std::size_t... I>(std::index_sequence<I...>) { return v(ff::plain_arg<InDims, I>(a)...); }(std::index_sequence_for<A...>{});
+    const vmap_transform<F, std::remove_cvref_t<decltype(plain_in)>, OutDims, Fallback, Floor> v{f, plain_in, out,
+                                                                                                 opts};
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return v(ff::plain_arg<InDims, I>(a)...);
+    }(std::index_sequence_for<A...>{});
   }
 
   /// The fused and packet forms (fused_vmap.hpp) take in_dims entries that are ints or none for
@@ -440,9 +494,11 @@ struct vmap_transform {
   template <class... A>
   static constexpr bool fused_applies() {
     if constexpr (std::is_same_v<InDims, in_dims_all_t>) return false;
-    else return []<class... D>(std::type_identity<std::tuple<D...>>) {
-      return ((std::is_integral_v<D> || std::is_same_v<D, none_t>) && ...);
-    }(std::type_identity<std::remove_cvref_t<decltype(InDims::dims)>>{}) && (kernels::is_plain_v<A> && ...);
+    else
+      return []<class... D>(std::type_identity<std::tuple<D...>>) {
+        return ((std::is_integral_v<D> || std::is_same_v<D, none_t>) && ...);
+      }(std::type_identity<std::remove_cvref_t<decltype(InDims::dims)>>{}) &&
+             (kernels::is_plain_v<A> && ...);
   }
 
   /// The static checks, before anything else is instantiated: std::true_type, or std::false_type
@@ -450,7 +506,8 @@ struct vmap_transform {
   template <class... A>
   static constexpr auto check() {
     if constexpr (!decltype(diagnostics::check_vmap_args<InDims, A...>())::value) return std::false_type{};
-    else if constexpr (!decltype(diagnostics::check_callable<"vmap", F, traced_t<A...>, A...>())::value) return std::false_type{};
+    else if constexpr (!decltype(diagnostics::check_callable<"vmap", F, traced_t<A...>, A...>())::value)
+      return std::false_type{};
     else return diagnostics::check_vmap_result<OutDims, diagnostics::traced_result_t<F, traced_t<A...>>>();
   }
 
@@ -467,7 +524,8 @@ struct vmap_transform {
       }(std::index_sequence_for<A...>{});
     }
   }
-  template <class... A> using traced_t = typename decltype(traced<A...>())::type;
+  template <class... A>
+  using traced_t = typename decltype(traced<A...>())::type;
 
   template <class... A>
   auto run_runtime(const A&... a) const {
@@ -480,7 +538,8 @@ struct vmap_transform {
          static_assert(std::is_same_v<D, none_t> || std::is_integral_v<D>, "vmap: nested in_dims need the static path");
          if constexpr (std::is_same_v<D, none_t>) return std::nullopt;
          else return d;
-       }()), ...);
+       }()),
+       ...);
     }(std::index_sequence_for<A...>{});
     const std::array<dyn::value, N> args{runtime::detail::to_value(a)...};
     if constexpr (!detail::is_flat_out_dims_v<OutDims>) {
@@ -505,14 +564,16 @@ struct vmap_transform {
       std::size_t k = 0;
       return detail::map_out_dim(detail::out_prefix(out), all, [&](auto d, const dyn::value& v) {
         if constexpr (std::is_same_v<decltype(d), none_t>) return kept.at(k++);
-        else return d == 0 ? v : movedim(v, 0, tensor<double>::normalize_dim(d, static_cast<std::int64_t>(v.shape().size())));
+        else
+          return d == 0 ? v
+                        : movedim(v, 0, tensor<double>::normalize_dim(d, static_cast<std::int64_t>(v.shape().size())));
       });
     } else {
       shape_t outs;
       std::apply([&](auto... o) { (outs.push_back(o), ...); }, out.dims);
       auto call = [&](const std::array<dyn::value, N>& w) { return std::apply(f, w); };
-      return dyn::run_vmap(call, dims, outs, args, opts.randomness, opts.chunk_size > 0 ? opts.chunk_size : runtime_packet(a...),
-                           runtime_fuses(a...));
+      return dyn::run_vmap(call, dims, outs, args, opts.randomness,
+                           opts.chunk_size > 0 ? opts.chunk_size : runtime_packet(a...), runtime_fuses(a...));
     }
   }
 
@@ -533,14 +594,17 @@ struct vmap_transform {
   std::int64_t runtime_packet(const A&... a) const {
     namespace fz = detail::fused;
     constexpr bool plain = ((is_tensor_v<A> || std::is_arithmetic_v<A>) && ...);
-    constexpr bool may = std::is_same_v<Strategy, strategy::automatic_t> || std::is_same_v<Strategy, strategy::packets_t>;
+    constexpr bool may =
+        std::is_same_v<Strategy, strategy::automatic_t> || std::is_same_v<Strategy, strategy::packets_t>;
     if constexpr (!plain || !may) {
       return 0;
     } else {
       if (opts.randomness != randomness_kind::error) return 0;
       std::int64_t bs = -1;
       bool ok = true;
-      [&]<std::size_t... I>(std::index_sequence<I...>) { (fz::merge_fast<InDims, I>(in, a, bs, ok), ...); }(std::index_sequence_for<A...>{});
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (fz::merge_fast<InDims, I>(in, a, bs, ok), ...);
+      }(std::index_sequence_for<A...>{});
       if (!ok || bs <= 0) return 0;  // run_vmap reports the problem
       if (std::is_same_v<Strategy, strategy::packets_t>) return fz::packet_size(in, a...);
       return fz::automatic_packet(bs, fz::example_numbers(in, a...));
@@ -556,7 +620,9 @@ struct vmap_transform {
     if (chunk <= 0) return run<L>(a...);
     std::int64_t bs = -1;
     std::string first;
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (find_batch_size<I>(a, bs, first), ...); }(std::index_sequence_for<A...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (find_batch_size<I>(a, bs, first), ...);
+    }(std::index_sequence_for<A...>{});
     if (bs <= chunk) return run<L>(a...);
     using R = decltype(run<L>(a...));
     std::vector<R> parts;
@@ -565,8 +631,9 @@ struct vmap_transform {
       const std::int64_t len = std::min(chunk, bs - start);
       draws.next();
       parts.push_back([&]<std::size_t... I>(std::index_sequence<I...>) {
-        return run<L>(detail::map_in_dim(detail::in_dim_at<InDims, I>(in), a,
-                                         [&](std::int64_t d, const auto& leaf) { return narrow(leaf, d, start, len); })...);
+        return run<L>(detail::map_in_dim(detail::in_dim_at<InDims, I>(in), a, [&](std::int64_t d, const auto& leaf) {
+          return narrow(leaf, d, start, len);
+        })...);
       }(std::index_sequence_for<A...>{}));
     }
     return detail::cat_out_chunks<R>(parts, [](const R& p) -> const R& { return p; }, detail::out_prefix(out));
@@ -579,7 +646,9 @@ struct vmap_transform {
     const std::uint64_t serial = scope.entry().serial;
     std::int64_t bs = -1;
     std::string first;
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (find_batch_size<I>(a, bs, first), ...); }(std::index_sequence_for<A...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (find_batch_size<I>(a, bs, first), ...);
+    }(std::index_sequence_for<A...>{});
     detail::require_batched(bs);
     scope.entry().batch_size = bs;
     auto wrapped = [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -600,23 +669,27 @@ struct vmap_transform {
 
   template <int L, std::size_t I, class X>
   auto wrap(const X& x, std::int64_t bs, std::uint64_t serial) const {
-    return detail::map_in_dim(detail::in_dim_at<InDims, I>(in), x, [&](std::int64_t d, const auto& leaf) {
-      using Leaf = std::remove_cvref_t<decltype(leaf)>;
-      const auto r = static_cast<std::int64_t>(shape(leaf).size());
-      const std::int64_t dd = d < 0 ? d + r : d;
-      // A tensor batched along its last dim keeps the batch there (batched::batch_last).
-      if constexpr (is_tensor_v<Leaf>)
-        if (r >= 2 && dd == r - 1) return batched<Leaf, L>{leaf, bs, serial, true};
-      return batched<Leaf, L>{dd == 0 ? leaf : movedim(leaf, dd, 0), bs, serial};
-    }, [&](const auto& leaf) {
-      // A struct member given tw::none beside batched ones: the same value for every example.
-      using Leaf = std::remove_cvref_t<decltype(leaf)>;
-      static_assert(is_tensor_v<Leaf>, "vmap: a struct argument with tw::member_dim entries must have tensor members");
-      shape_t one = leaf.shape(), full = one;
-      one.insert(one.begin(), 1);
-      full.insert(full.begin(), bs);
-      return batched<Leaf, L>{Leaf(broadcast_to(reshape(leaf, one), full)), bs, serial};
-    });
+    return detail::map_in_dim(
+        detail::in_dim_at<InDims, I>(in), x,
+        [&](std::int64_t d, const auto& leaf) {
+          using Leaf = std::remove_cvref_t<decltype(leaf)>;
+          const auto r = static_cast<std::int64_t>(shape(leaf).size());
+          const std::int64_t dd = d < 0 ? d + r : d;
+          // A tensor batched along its last dim keeps the batch there (batched::batch_last).
+          if constexpr (is_tensor_v<Leaf>)
+            if (r >= 2 && dd == r - 1) return batched<Leaf, L>{leaf, bs, serial, true};
+          return batched<Leaf, L>{dd == 0 ? leaf : movedim(leaf, dd, 0), bs, serial};
+        },
+        [&](const auto& leaf) {
+          // A struct member given tw::none beside batched ones: the same value for every example.
+          using Leaf = std::remove_cvref_t<decltype(leaf)>;
+          static_assert(is_tensor_v<Leaf>,
+                        "vmap: a struct argument with tw::member_dim entries must have tensor members");
+          shape_t one = leaf.shape(), full = one;
+          one.insert(one.begin(), 1);
+          full.insert(full.begin(), bs);
+          return batched<Leaf, L>{Leaf(broadcast_to(reshape(leaf, one), full)), bs, serial};
+        });
   }
 
   template <int L, class R>
@@ -637,19 +710,37 @@ template <int Floor, class F, class... D, class... O>
 auto vmap_at(F f, in_dims_t<D...> in, out_dims_t<O...> out = {}) {
   // The basis vmaps of jacrev, jacfwd and hessian evaluate f at one point: a random op draws
   // once for every basis direction (randomness=same), and only a user's vmap raises.
-  return vmap_transform<F, in_dims_t<D...>, out_dims_t<O...>, strategy::automatic_t, Floor>{std::move(f), in, out,
-                                                                                            {0, randomness_kind::same}};
+  return vmap_transform<F, in_dims_t<D...>, out_dims_t<O...>, strategy::automatic_t, Floor>{
+      std::move(f), in, out, {0, randomness_kind::same}};
 }
 }  // namespace detail
 
 namespace detail {
-template <class... Opt> struct find_in_dims { using type = in_dims_t<>; };
-template <class... D, class... Rest> struct find_in_dims<in_dims_t<D...>, Rest...> { using type = in_dims_t<D...>; };
-template <class First, class... Rest> requires std::is_integral_v<First> struct find_in_dims<First, Rest...> { using type = in_dims_all_t; };
-template <class First, class... Rest> struct find_in_dims<First, Rest...> : find_in_dims<Rest...> {};
-template <class... Opt> struct find_out_dims { using type = out_dims_t<>; };
-template <class... D, class... Rest> struct find_out_dims<out_dims_t<D...>, Rest...> { using type = out_dims_t<D...>; };
-template <class First, class... Rest> struct find_out_dims<First, Rest...> : find_out_dims<Rest...> {};
+template <class... Opt>
+struct find_in_dims {
+  using type = in_dims_t<>;
+};
+template <class... D, class... Rest>
+struct find_in_dims<in_dims_t<D...>, Rest...> {
+  using type = in_dims_t<D...>;
+};
+template <class First, class... Rest>
+  requires std::is_integral_v<First>
+struct find_in_dims<First, Rest...> {
+  using type = in_dims_all_t;
+};
+template <class First, class... Rest>
+struct find_in_dims<First, Rest...> : find_in_dims<Rest...> {};
+template <class... Opt>
+struct find_out_dims {
+  using type = out_dims_t<>;
+};
+template <class... D, class... Rest>
+struct find_out_dims<out_dims_t<D...>, Rest...> {
+  using type = out_dims_t<D...>;
+};
+template <class First, class... Rest>
+struct find_out_dims<First, Rest...> : find_out_dims<Rest...> {};
 
 template <class R, class O>
 void set_vmap_option(R& r, const O& o) {
@@ -664,9 +755,17 @@ template <class T>
 concept vmap_option = std::is_integral_v<T> || std::is_same_v<T, randomness_t> || std::is_same_v<T, chunk_size_t> ||
                       std::is_same_v<T, parallel_t> || vmap_strategy<T> || requires(T t) { t.dims; };
 
-template <class... Opt> struct find_strategy { using type = strategy::automatic_t; };
-template <class First, class... Rest> requires vmap_strategy<First> struct find_strategy<First, Rest...> { using type = First; };
-template <class First, class... Rest> struct find_strategy<First, Rest...> : find_strategy<Rest...> {};
+template <class... Opt>
+struct find_strategy {
+  using type = strategy::automatic_t;
+};
+template <class First, class... Rest>
+  requires vmap_strategy<First>
+struct find_strategy<First, Rest...> {
+  using type = First;
+};
+template <class First, class... Rest>
+struct find_strategy<First, Rest...> : find_strategy<Rest...> {};
 }  // namespace detail
 
 /// vmap(f, options...): options in any order — in_dims(...) (or an int for every argument),
@@ -689,10 +788,12 @@ auto vmap(F f, Opt... opt) {
   (detail::set_vmap_option(r, opt), ...);
   if constexpr ((std::is_same_v<Opt, parallel_t> || ...)) {
     parallel_t p;
-    ((p = [&] {
-       if constexpr (std::is_same_v<Opt, parallel_t>) return opt;
-       else return p;
-     }()), ...);
+    ((p =
+          [&] {
+            if constexpr (std::is_same_v<Opt, parallel_t>) return opt;
+            else return p;
+          }()),
+     ...);
     return parallel_vmap_transform<decltype(r)>{std::move(r), p};
   } else {
     return r;
