@@ -447,7 +447,3 @@ using tower::operator-;
 using tower::operator*;
 using tower::operator/;
 }  // namespace tower::dyn
-
-// The transcendental functions' rules for per-example Hessians on tw::fixed, here so that every
-// use of these ops sees them.
-#include "dsl/pointwise_jets.hpp"

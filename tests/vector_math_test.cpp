@@ -149,8 +149,13 @@ TEST_CASE("vector math: tower's ops on numbers, tensors, fixed values and vmap a
                      .epsilon(1e-13));
   }
   const tw::fixed<double, 5> xf{v[0], v[1], v[2], v[3], v[4]};
+  // A fixed vector takes the routine a tensor of its numbers takes (libmvec from one packet on).
   const auto yf = tw::sin(xf);
-  for (int i = 0; i < 5; ++i) REQUIRE(same_bits(yf[i], tw::sin(v[static_cast<std::size_t>(i)])));
+  const tw::tensor<double> yt = tw::sin(tw::to_tensor(xf));
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(same_bits(yf[i], yt(i)));
+    REQUIRE(ulps(yf[i], std::sin(v[static_cast<std::size_t>(i)])) <= 4);
+  }
   const tw::tensor<float> Xf({37}, samples<float>(37, -3, 3));  // more than one packet of floats
   const tw::tensor<float> Yf = tw::cos(Xf);
   for (std::int64_t i = 0; i < 37; ++i) {

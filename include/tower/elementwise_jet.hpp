@@ -4,16 +4,19 @@
 // Forward over forward mode carries, for every element of every value, the n first and n^2 second
 // derivatives: on R^8, x * x alone costs 8 x 81 numbers. But as long as a value is x through
 // elementwise ops, its element i depends on x_i only, so one first and one second derivative per
-// element describe it exactly. elementwise_jet stores that: element i is a jet2<T, 1> (value,
-// d/dx_i, d^2/dx_i^2) of its own x_i.
-//   - an elementwise op on jets, numbers and fixed values of numbers (of size N or 1) runs per
-//     element on the jet2<T, 1>s: 3 numbers per element instead of 81;
+// element describe it exactly. elementwise_jet stores that, by component: element i's value,
+// d/dx_i and d^2/dx_i^2 of its own x_i.
+//   - an elementwise op on jets, numbers and fixed values of numbers (of size N or 1) runs once
+//     for all elements, on lanes: a dual of a dual (scalar_dual.hpp) whose value is the vector of
+//     the elements' values, both levels in the direction of each element's own input. The op's own
+//     rules run on whole vectors (a transcendental a packet at a time): 3 numbers per element
+//     instead of 81, and no rule written for jets;
 //   - sum of all elements gives the dense value, jet2<T, N> (jet2.hpp), with gradient d_i and
 //     Hessian diag(d2_i);
 //   - everything else (indexing, dot, broadcasting against a dense value, ...) first turns each
 //     element into that dense type (the elements then no longer share one input) and runs there.
-// So every op gives the numbers forward over forward mode gives, and f never sees the hyper-duals
-// (a jet2<T, 1>'s meaning depends on the element's position).
+// So every op gives the numbers forward over forward mode gives, and f never sees the lanes (an
+// element's derivatives mean something only at its position).
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -33,25 +36,27 @@ template <class Op, class... A>
 auto call_op(const Op& op, const A&... a);  // op.hpp
 
 namespace detail::jets {
-/// One element: value, d/dx_i and d^2/dx_i^2 of its own input x_i.
-template <class T>
-using element_t = jet2<T, 1>;
 /// A value with n first and n^2 second derivatives.
 template <class T, int N>
 using dense_t = jet2<T, N>;
 
-/// The element of input i as a value of all n inputs (the first derivatives at both levels and
-/// the second at (i, i); the rest structural zeros).
+/// Element i (value v, d/dx_i g, d^2/dx_i^2 h) as a value of all n inputs (the first derivatives
+/// at both levels and the second at (i, i); the rest structural zeros).
 template <class T, int N>
-TOWER_ALWAYS_INLINE dense_t<T, N> dense(const element_t<T>& x, std::size_t i) {
+TOWER_ALWAYS_INLINE dense_t<T, N> dense(T v, T g, T h, std::size_t i) {
   dense_t<T, N> r;
-  r.v = x.v;
+  r.v = v;
   r.g.fill(T(0));
   r.h.fill(T(0));
-  r.g[i] = x.g[0];
-  r.h[i * static_cast<std::size_t>(N) + i] = x.h[0];
+  r.g[i] = g;
+  r.h[i * static_cast<std::size_t>(N) + i] = h;
   return r;
 }
+
+/// All elements of jets of n elements at once: a dual of a dual whose value is the vector of the
+/// elements' values (is_lanes_dual_v), both levels in the direction of each element's own input.
+template <class T, int N>
+using lanes_t = scalar_dual<scalar_dual<fixed<T, N>, 1>, 1>;
 }  // namespace detail::jets
 
 /// The elements of an elementwise_jet, stored by component (values, first, second derivatives:
@@ -61,13 +66,7 @@ template <class T, int N>
 struct jet_elements {
   using numbers = std::array<T, static_cast<std::size_t>(N)>;
   numbers v, g, h;  // element i: value, d/dx_i, d^2/dx_i^2 (tower's, not f's: see the header comment)
-  detail::jets::element_t<T> element(std::size_t i) const { return {v[i], {g[i]}, {h[i]}}; }
-  void set(std::size_t i, const detail::jets::element_t<T>& x) {
-    v[i] = x.v;
-    g[i] = x.g[0];
-    h[i] = x.h[0];
-  }
-  detail::jets::dense_t<T, N> operator[](std::size_t i) const { return detail::jets::dense<T, N>(element(i), i); }
+  detail::jets::dense_t<T, N> operator[](std::size_t i) const { return detail::jets::dense<T, N>(v[i], g[i], h[i], i); }
   static constexpr std::size_t size() { return static_cast<std::size_t>(N); }
 };
 
@@ -139,11 +138,22 @@ constexpr bool aligned() {
   else return false;
 }
 
-template <std::size_t I, class X>
-TOWER_ALWAYS_INLINE decltype(auto) lane(const X& x) {
-  if constexpr (is_elementwise_jet_v<X>) return x.e.element(I);
-  else if constexpr (is_fixed_v<X>) return (x.e[X::size == 1 ? 0 : I]);
-  else return (x);
+/// Argument x of an op on all elements of jets J at once: a jet as lanes (lanes_t), a fixed of
+/// numbers as the vector of its lanes (a constant), a number as it is.
+template <class J, class X>
+TOWER_ALWAYS_INLINE auto as_lanes(const X& x) {
+  using T = typename J::scalar_type;
+  using V = fixed<T, J::size>;
+  if constexpr (is_elementwise_jet_v<X>) {
+    const V g{x.e.g};
+    return lanes_t<T, J::size>{{V{x.e.v}, {g}}, {scalar_dual<V, 1>{g, {V{x.e.h}}}}};
+  } else if constexpr (is_fixed_v<X>) {
+    V r;
+    for (std::size_t i = 0; i < r.e.size(); ++i) r.e[i] = static_cast<T>(x.e[X::size == 1 ? 0 : i]);
+    return r;
+  } else {
+    return x;
+  }
 }
 
 template <class... A>
@@ -152,26 +162,23 @@ template <class A, class... R>
 struct first_jet<A, R...>
     : std::conditional_t<is_elementwise_jet_v<A>, std::type_identity<std::remove_cvref_t<A>>, first_jet<R...>> {};
 
-/// op element by element (every argument aligned with jets J): each element's jet2<T, 1> through
-/// the op's generic rule (jet2_call, hyper-duals); fixed<bool, N> for a comparison; or, when an
-/// element's result is not a jet2<T, 1>, the op on dense values.
+/// op on all elements at once (every argument aligned with jets J): the op's own rules on lanes
+/// (duals of duals of vectors, so a transcendental costs a few packet calls for all elements); a
+/// fixed of numbers for a comparison; or, when the lanes do not carry the result, the op on dense
+/// values.
 template <class J, class Op, class... A>
-TOWER_ALWAYS_INLINE auto per_element(const Op& op, const A&... a) {
+TOWER_ALWAYS_INLINE auto on_lanes(const Op& op, const A&... a) {
   using T = typename J::scalar_type;
-  constexpr std::size_t N = static_cast<std::size_t>(J::size);
-  using E = decltype(call_op(op, lane<0>(a)...));
-  auto at = [&]<std::size_t I>(std::integral_constant<std::size_t, I>)
-                TOWER_INLINE_LAMBDA { return call_op(op, lane<I>(a)...); };
-  if constexpr (std::is_same_v<E, element_t<T>>) {
+  using R = std::remove_cvref_t<decltype(call_op(op, as_lanes<J>(a)...))>;
+  if constexpr (std::is_same_v<R, lanes_t<T, J::size>>) {
+    const R out = call_op(op, as_lanes<J>(a)...);
     J r;
-    [&]<std::size_t... I>(std::index_sequence<I...>) TOWER_INLINE_LAMBDA {
-      (r.e.set(I, at(std::integral_constant<std::size_t, I>{})), ...);
-    }(std::make_index_sequence<N>{});
+    r.e.v = out.v.v.e;
+    r.e.g = duals::tangent<0>(out.v).e;
+    r.e.h = duals::tangent<0>(duals::tangent<0>(out)).e;
     return r;
-  } else if constexpr (std::is_arithmetic_v<E>) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) TOWER_INLINE_LAMBDA {  // a comparison: plain values
-      return fixed<E, static_cast<int>(N)>{{at(std::integral_constant<std::size_t, I>{})...}};
-    }(std::make_index_sequence<N>{});
+  } else if constexpr (is_fixed_v<R> && std::is_arithmetic_v<fixeds::scalar_t<R>>) {
+    return call_op(op, as_lanes<J>(a)...);  // a comparison: plain values
   } else {
     return call_op(op, dense_if_jet(a)...);
   }
@@ -179,14 +186,14 @@ TOWER_ALWAYS_INLINE auto per_element(const Op& op, const A&... a) {
 }  // namespace jets
 
 /// An op with an elementwise_jet argument (call_op routes here): the op's jet_rule if it has one,
-/// element by element if it is elementwise, else on dense values.
+/// on all elements at once if it is elementwise, else on dense values.
 template <class Op, class... A>
 TOWER_ALWAYS_INLINE auto jet_call(const Op& op, const A&... a) {
   using J = typename jets::first_jet<A...>::type;
   if constexpr (requires { jet_rule<Op>::run(op, a...); }) {
     return jet_rule<Op>::run(op, a...);
   } else if constexpr (is_elementwise_v<Op> && (jets::aligned<A, J>() && ...)) {
-    return jets::per_element<J>(op, a...);
+    return jets::on_lanes<J>(op, a...);
   } else {
     return call_op(op, jets::dense_if_jet(a)...);
   }

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "tower/fixed.hpp"
+#include "tower/kernels/vector_math.hpp"
 #include "tower/op_traits.hpp"
 #include "tower/jet2.hpp"
 #include "tower/scalar_dual.hpp"
@@ -62,8 +63,16 @@ constexpr int common_size() {
   return ok ? n : -1;
 }
 
+/// Whether x is a vector of floating-point numbers (a transcendental's argument, a packet at a time).
+template <class X>
+constexpr bool float_vector() {
+  if constexpr (!is_fixed_v<X>) return false;
+  else return std::is_floating_point_v<typename std::remove_cvref_t<X>::value_type>;
+}
+
+/// op element by element, through call_op on the elements.
 template <class Op, class... A>
-TOWER_ALWAYS_INLINE auto elementwise(const Op& op, const A&... a) {
+TOWER_ALWAYS_INLINE auto elementwise_each(const Op& op, const A&... a) {
   constexpr int R = std::max({rank<A>()...});
   constexpr int N = common_size<R, A...>();
   // On numbers a size mismatch is the caller's bug. On grad's tape-free values it gives way
@@ -80,6 +89,21 @@ TOWER_ALWAYS_INLINE auto elementwise(const Op& op, const A&... a) {
     return [&]<std::size_t... J>(std::index_sequence<J...>) TOWER_INLINE_LAMBDA {
       return fixed<E, N>{{at(std::integral_constant<std::size_t, J>{})...}};
     }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+  }
+}
+
+/// op on fixed values: element by element, or a transcendental of a vector of numbers at once.
+template <class Op, class... A>
+TOWER_ALWAYS_INLINE auto elementwise(const Op& op, const A&... a) {
+  if constexpr (sizeof...(A) == 1 && (float_vector<A>() && ...) && requires { typename Op::vmath_fn; }) {
+    // A transcendental of a vector: libmvec a packet at a time, as on a tensor (kernels/vector_math.hpp).
+    return [](const auto& x) TOWER_INLINE_LAMBDA {
+      std::remove_cvref_t<decltype(x)> r;
+      kernels::vmath::apply<typename Op::vmath_fn>(x.e.data(), r.e.data(), static_cast<std::int64_t>(x.e.size()));
+      return r;
+    }(a...);
+  } else {
+    return elementwise_each(op, a...);
   }
 }
 

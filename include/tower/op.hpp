@@ -47,6 +47,7 @@ TOWER_ALWAYS_INLINE auto call_op(const Op& op, const A&... a) {
   if constexpr ((diagnostics::is_failed_v<A> || ...)) return diagnostics::failed{};
   else if constexpr ((is_dual_unsupported_v<A> || ...)) return dual_unsupported{};
   else if constexpr ((is_elementwise_jet_v<A> || ...)) return detail::jet_call(op, detail::as_operand(a)...);
+  else if constexpr ((is_lanes_dual_v<A> || ...)) return detail::dual_call(op, detail::as_operand(a)...);
   else if constexpr ((is_fixed_v<A> || ...)) return detail::fixed_call(op, detail::as_operand(a)...);
   else if constexpr ((is_jet2_v<A> || ...)) return detail::jet2_call(op, detail::as_operand(a)...);
   else if constexpr ((is_scalar_dual_v<A> || ...)) return detail::dual_call(op, detail::as_operand(a)...);

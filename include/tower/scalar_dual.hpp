@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "tower/error.hpp"
+#include "tower/fixed.hpp"
 #include "tower/force_inline.hpp"
 #include "tower/grad_mode.hpp"
 #include "tower/op_traits.hpp"
@@ -87,6 +88,28 @@ struct dual_unsupported {
 template <class X>
 inline constexpr bool is_dual_unsupported_v = std::is_same_v<std::remove_cvref_t<X>, dual_unsupported>;
 
+namespace detail::duals {
+/// The value under every level of X's type.
+template <class X>
+struct innermost {
+  using type = std::remove_cvref_t<X>;
+};
+template <class T, int N, bool S>
+struct innermost<scalar_dual<T, N, S>> : innermost<T> {};
+}  // namespace detail::duals
+
+/// Whether X is a scalar_dual of lanes: its value under every level is a tw::fixed vector of
+/// numbers, one per lane, each lane with the same tangent directions. elementwise_jet.hpp runs an
+/// elementwise op on all of a jet's elements at once this way, the op's own rules on whole vectors
+/// (transcendentals a packet at a time). Ops on lanes go to dual_call, where that fixed vector
+/// type is a constant (lane_constant_v).
+template <class X>
+inline constexpr bool is_lanes_dual_v =
+    is_scalar_dual_v<X> && is_fixed_v<typename detail::duals::innermost<std::remove_cvref_t<X>>::type>;
+template <class X, class... A>
+inline constexpr bool lane_constant_v =
+    is_fixed_v<X> && (std::is_same_v<std::remove_cvref_t<X>, typename detail::duals::innermost<A>::type> || ...);
+
 namespace detail {
 /// The result type of a composite op whose branches (chosen at run time) return R...: the first,
 /// or dual_unsupported when a branch cannot run on the tape-free values, so that the composite
@@ -126,6 +149,10 @@ TOWER_ALWAYS_INLINE T lift(const X& x) {
     return [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
       return T{lift<U>(x), {(static_cast<void>(K), lift<U>(-0.0))...}, 0u};
     }(std::make_index_sequence<static_cast<std::size_t>(T::directions)>{});
+  } else if constexpr (is_fixed_v<T>) {  // a number for every lane (is_lanes_dual_v)
+    T r;
+    r.e.fill(static_cast<typename T::value_type>(x));
+    return r;
   } else {
     return static_cast<T>(x);
   }
@@ -221,7 +248,7 @@ TOWER_ALWAYS_INLINE D push_tangents(const T& out, const P& partials, const A&...
   auto factor = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) TOWER_INLINE_LAMBDA -> T {
     const auto& x = std::get<carried.first[J]>(args);
     if constexpr (std::is_arithmetic_v<T>) return std::get<carried.first[J]>(partials) * x.s;
-    else return std::get<carried.first[J]>(partials);
+    else return duals::lift<T>(std::get<carried.first[J]>(partials));  // a constant partial (sign's zeros) too
   };
   auto term = [&]<std::size_t K, std::size_t J>(std::integral_constant<std::size_t, K>,
                                                 std::integral_constant<std::size_t, J> j) TOWER_INLINE_LAMBDA {
@@ -283,7 +310,7 @@ TOWER_ALWAYS_INLINE D push_tangents(const T& out, const P& partials, const A&...
 template <class Op, class... A>
 TOWER_ALWAYS_INLINE auto dual_call(const Op& op, const A&... a) {
   namespace du = duals;
-  if constexpr (((!is_scalar_dual_v<A> && !std::is_arithmetic_v<A>) || ...)) {
+  if constexpr (((!is_scalar_dual_v<A> && !std::is_arithmetic_v<A> && !lane_constant_v<A, A...>) || ...)) {
     return dual_unsupported{};
   } else {
     using D = typename du::deepest<A...>::type;

@@ -12,11 +12,12 @@
 // Hessian 5-11x cheaper. libmvec is accurate to 4 ulp (glibc's scalar functions to ~1 ulp).
 //
 // One number takes <cmath>: libmvec on a single lane is slower than glibc's scalar code (11.5 ns
-// against 6.8 ns for exp through the AVX-512 entry point), and vmap's per-example loops and
-// tw::fixed values call transcendentals one number at a time. So a tensor's sin and a number's sin
-// may differ within 4 ulp, as PyTorch's vectorised and scalar kernels do. A tensor's elements
-// all take the same routine, whatever their position (a tail shorter than a packet is padded);
-// a tensor with fewer numbers than one packet (8 doubles with AVX-512) takes <cmath>, as numbers do.
+// against 6.8 ns for exp through the AVX-512 entry point), and vmap's per-example loops call
+// transcendentals one number at a time. So a tensor's sin and a number's sin may differ within
+// 4 ulp, as PyTorch's vectorised and scalar kernels do. A tensor's elements all take the same
+// routine, whatever their position (a tail shorter than a packet is padded); a tensor with fewer
+// numbers than one packet (8 doubles with AVX-512) takes <cmath>, as numbers do. A tw::fixed
+// vector of numbers is a small tensor here: the same routine as a tensor of its numbers.
 // The vector width is the widest the build enables (AVX-512, AVX2, else SSE2): every translation
 // unit of a program must be compiled for the same -march, as with Eigen.
 #include <cmath>
