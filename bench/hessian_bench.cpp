@@ -3,7 +3,7 @@
 //
 // tower variants: tw::vmap(tw::hessian(f))(X) (hessian = jacfwd(jacrev(f))), static and runtime;
 // static fixed: in_dims(tw::fixed_rows<8>), one forward-over-forward pass on elementwise jets per
-// example (transforms/hessian_forward.hpp).
+// example (transforms/static/hessian_forward.hpp).
 // Peers: nested forward mode (8 x 8 directions) and ADOL-C's hessian driver on one tape.
 //
 // This file: hand-written code and tower's default spelling; hessian_bench_variants.cpp: the

@@ -18,7 +18,7 @@
 #include "dsl/reduce.hpp"
 #include "dsl/shape_ops.hpp"
 #include "tower/kernels/shape.hpp"
-#include "tower/op.hpp"
+#include "tower/static/op.hpp"
 
 namespace tower {
 
@@ -57,7 +57,7 @@ inline std::int64_t norm_dim(const char* op, std::int64_t d, std::int64_t rank) 
 
 struct permute_op {
   static constexpr const char* name = "permute";
-  static constexpr bool linear = true;  // runtime_trace.hpp
+  static constexpr bool linear = true;  // runtime/trace.hpp
   shape_t perm;
   template <class X>
   auto base(const X& x) const {
@@ -190,7 +190,7 @@ struct pad_op;
 /// x[..., start:start + length, ...] along dim.
 struct narrow_op {
   static constexpr const char* name = "narrow";
-  static constexpr bool linear = true;  // runtime_trace.hpp
+  static constexpr bool linear = true;  // runtime/trace.hpp
   std::int64_t dim, start, length;
   template <class X>
   auto base(const X& x) const {
@@ -217,7 +217,7 @@ struct narrow_op {
 /// Zeros of size `total` along dim with x at [start, start + x.size(dim)): narrow's adjoint.
 struct pad_op {
   static constexpr const char* name = "pad";
-  static constexpr bool linear = true;  // zeros around x (runtime_trace.hpp)
+  static constexpr bool linear = true;  // zeros around x (runtime/trace.hpp)
   std::int64_t dim, start, total;
   template <class X>
   auto base(const X& x) const {

@@ -12,7 +12,7 @@
 #include "dsl/pointwise.hpp"
 #include "dsl/reduce.hpp"
 #include "tower/kernels/linalg.hpp"
-#include "tower/op.hpp"
+#include "tower/static/op.hpp"
 
 namespace tower {
 

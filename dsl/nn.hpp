@@ -11,7 +11,7 @@
 #include "dsl/layout.hpp"
 #include "dsl/pointwise.hpp"
 #include "dsl/reduce.hpp"
-#include "tower/op.hpp"
+#include "tower/static/op.hpp"
 
 namespace tower {
 

@@ -13,9 +13,8 @@
 
 #include "dsl/shape_ops.hpp"
 #include "tower/kernels/shape.hpp"
-#include "tower/fused_program.hpp"
-#include "tower/kernels.hpp"
-#include "tower/op.hpp"
+#include "tower/kernels/base.hpp"
+#include "tower/static/op.hpp"
 
 namespace tower {
 
@@ -333,7 +332,7 @@ TOWER_BINARY_OP(atan2, std::atan2(x, y),  g * b / (a * a + b * b),  -(g * a) / (
 #undef TOWER_BINARY_OP
 
 // The arithmetic ops on numbers are the operators themselves: a fused runtime vmap may run two
-// of them in one pass (fused_program.hpp).
+// of them in one pass (runtime/fused_program.hpp).
 namespace fusion {
 template <>
 inline constexpr arith arith_of<add_op> = arith::add;

@@ -14,7 +14,7 @@
 //   randomness error mode", also inside grad, jacrev, jacfwd or hessian inside the vmap;
 // - randomness::different: each example draws its own values (the result is batched);
 // - randomness::same: one draw, shared by every example.
-// chunk_size does not change the numbers in either mode (tower/randomness.hpp).
+// chunk_size does not change the numbers in either mode (tower/core/randomness.hpp).
 //
 // Random ops are not differentiated: under grad the draw is a constant, under jvp its tangent is
 // zero. dropout is differentiable in x: x * mask / (1 - p), the mask a constant.
@@ -28,11 +28,11 @@
 #include "dsl/layout.hpp"
 #include "dsl/pointwise.hpp"
 #include "dsl/shape_ops.hpp"
-#include "tower/interpreter_stack.hpp"
-#include "tower/kernels.hpp"
-#include "tower/op.hpp"
-#include "tower/randomness.hpp"
-#include "tower/tensor.hpp"
+#include "tower/core/interpreter_stack.hpp"
+#include "tower/kernels/base.hpp"
+#include "tower/static/op.hpp"
+#include "tower/core/randomness.hpp"
+#include "tower/tensor/tensor.hpp"
 
 namespace tower {
 

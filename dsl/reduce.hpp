@@ -13,13 +13,13 @@
 
 #include "dsl/pointwise.hpp"
 #include "dsl/shape_ops.hpp"
-#include "tower/op.hpp"
+#include "tower/static/op.hpp"
 
 namespace tower {
 
 struct sum_op {
   static constexpr const char* name = "sum";
-  static constexpr bool linear = true;  // runtime_trace.hpp
+  static constexpr bool linear = true;  // runtime/trace.hpp
   shape_t dims;                         // ignored when all
   bool keepdim = false;
   bool all = true;

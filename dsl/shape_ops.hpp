@@ -6,15 +6,15 @@
 #include <tuple>
 #include <utility>
 
-#include "tower/kept_tensors.hpp"
-#include "tower/kernels.hpp"
-#include "tower/op.hpp"
+#include "tower/tensor/kept_tensors.hpp"
+#include "tower/kernels/base.hpp"
+#include "tower/static/op.hpp"
 
 namespace tower {
 
 struct reshape_op {
   static constexpr const char* name = "reshape";
-  static constexpr bool linear = true;  // runtime_trace.hpp
+  static constexpr bool linear = true;  // runtime/trace.hpp
   shape_t target;
   template <class X>
   auto base(const X& x) const {
@@ -66,7 +66,7 @@ auto sum_to_like(const G& g, const X& x);
 
 struct broadcast_to_op {
   static constexpr const char* name = "broadcast_to";
-  static constexpr bool linear = true;  // runtime_trace.hpp
+  static constexpr bool linear = true;  // runtime/trace.hpp
   shape_t target;
   template <class X>
   auto base(const X& x) const {
@@ -107,7 +107,7 @@ TOWER_ALWAYS_INLINE auto broadcast_to(const X& x, shape_t s) {
 
 struct movedim_op {
   static constexpr const char* name = "movedim";
-  static constexpr bool linear = true;  // runtime_trace.hpp
+  static constexpr bool linear = true;  // runtime/trace.hpp
   std::int64_t src, dst;
   template <class X>
   auto base(const X& x) const {

@@ -1,4 +1,4 @@
-// vmap's per-example fallback for ops without a batching rule (include/tower/batch_fallback.hpp):
+// vmap's per-example fallback for ops without a batching rule (dsl/batch_fallback.hpp):
 // the op-rule checker verifies such ops like any other (vmap = loop, vmap(grad), both paths), the
 // runtime path warns once naming the op, and strict mode is a per-op trait.
 #include <catch2/catch.hpp>

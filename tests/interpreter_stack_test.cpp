@@ -142,7 +142,7 @@ TEST_CASE("a grad value that escapes its transform acts as a constant (dead wrap
   REQUIRE(later.primal == 30.0);
   REQUIRE(later.node == nullptr);
   // Used inside a new grad, it is a constant there too. (The gradient keeps the captured
-  // value's level in its type, static_level.hpp: here a dead one, so a constant wrapper.)
+  // value's level in its type, transforms/static/level.hpp: here a dead one, so a constant wrapper.)
   const auto g = tw::grad([&](auto y) { return y * leaked; })(1.0);
   static_assert(std::is_same_v<decltype(g), const tw::grad_value<double, 1>>);
   REQUIRE(g.primal == 6.0);

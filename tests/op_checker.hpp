@@ -116,7 +116,7 @@ op_row<N, F, Op, S, Fl, std::tuple<Forms...>> with_fixed(op_row<N, F, Op, S, Fl,
 }
 
 /// The row, whose vmap and vmap(grad) on the runtime path must run as the traced program
-/// (transforms/runtime_fusion.hpp) under strategy::automatic: an elementwise op that lost its
+/// (transforms/runtime/fusion.hpp) under strategy::automatic: an elementwise op that lost its
 /// fused form would still give the right numbers, by batching rules, and fail here.
 template <class Row>
 Row traced(Row r) {

@@ -1,4 +1,4 @@
-// The runtime path's fused vmap (transforms/runtime_fusion.hpp): f traced once, then run as a
+// The runtime path's fused vmap (transforms/runtime/fusion.hpp): f traced once, then run as a
 // per-example program on lanes of examples. Every linear layout op and reduction, and compositions
 // under grad, hessian, jacrev and jacfwd, must give what the batching rules give
 // (strategy::batched, the same binary) on a batch that is not a whole number of blocks; ops with

@@ -222,7 +222,7 @@ TEST_CASE("an error raised during the backward pass, both paths") {
 
 TEST_CASE("a captured value used only on traced arguments is still carried, never a wrong number") {
   // The level a closure call runs at comes from its result at the closure level, on traced
-  // values (static_level.hpp, widened_level): a function that touches the captured value only
+  // values (transforms/static/level.hpp, widened_level): a function that touches the captured value only
   // there still gets a gradient tracked by the outer grad, d/dx [x * d/dy (x y)] = 2x.
   auto outer = [](auto x) {
     auto inner = tw::grad([&](auto y) {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "tower/shape_vector.hpp"
+#include "tower/core/shape_vector.hpp"
 
 using tower::shape_t;
 using model = std::vector<std::int64_t>;

@@ -219,7 +219,7 @@ TEST_CASE("a grad value that escaped is a constant on every thread that uses it 
       // d/dy sum(y² c) = 2 y c: the escaped value contributes its primal only.
       const tensor<double> expected = 2.0 * y * c;
       for (int round = 0; round < rounds; ++round) {
-        // The gradient keeps the captured value's level in its type (static_level.hpp): a dead
+        // The gradient keeps the captured value's level in its type (transforms/static/level.hpp): a dead
         // one here, so a constant wrapper whose primal is the gradient.
         const tensor<double> gs = tw::grad([&](auto v) { return tw::sum(v * v * *leaked); })(y).primal;
         const tensor<double> gr = tw::grad(rfn([&](value v) { return tw::sum(v * v * rleaked); }))(y).to_tensor();

@@ -147,7 +147,7 @@ TEST_CASE("perturbation confusion: d/dx [x * d/dy (x + y)] at x = 1 is 1, both p
   };
   require_close(tw::grad(outer_r2)(1.5).item(), 3.0, 1e-12);
   // So does the static path: the inner grad runs above the captured level, and its gradient is
-  // tracked by the outer grad (static_level.hpp, closure_level).
+  // tracked by the outer grad (transforms/static/level.hpp, closure_level).
   auto outer2 = [](auto x) {
     auto inner = tw::grad([&](auto y) { return x * y; });
     return x * inner(1.0);
@@ -158,7 +158,7 @@ TEST_CASE("perturbation confusion: d/dx [x * d/dy (x + y)] at x = 1 is 1, both p
 
 TEST_CASE("a captureless function transformed inside another transform runs below the live levels, both paths") {
   // g holds no values, so grad(g)(c) inside a live transform runs at the level its argument
-  // predicts with the live transforms above it hidden (static_level.hpp), not at a second level.
+  // predicts with the live transforms above it hidden (transforms/static/level.hpp), not at a second level.
   auto g = [](auto y) { return y * y * y; };  // g'(y) = 3 y^2, g''(y) = 6 y
   static_assert(!tw::detail::may_capture_values<decltype(g)>());
   static_assert(!tw::detail::may_capture_values<decltype(tw::vmap(tw::hessian(g)))>());

@@ -7,14 +7,14 @@
 //   tw::tensor<double> u = tw::from_eigen(m);       // copy; a vector (one column) becomes rank 1
 //   auto view = tw::eigen_view(t);                  // Map<const row-major matrix>, no copy
 //   tw::eigen_map(t) *= 2.0;                        // writable Map (detaches shared storage first)
-#include "tower/config.hpp"  // first: a clear #error below C++20
+#include "tower/core/config.hpp"  // first: a clear #error below C++20
 #if TOWER_CXX20
 #include <cstdint>
 #include <vector>
 
 #include "tower/kernels/eigen_headers.hpp"
-#include "tower/error.hpp"
-#include "tower/tensor.hpp"
+#include "tower/core/error.hpp"
+#include "tower/tensor/tensor.hpp"
 
 namespace tower {
 

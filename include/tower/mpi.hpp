@@ -25,7 +25,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "tower/grad_levels.hpp"
+#include "tower/runtime/grad_levels.hpp"
 #include "tower/mpi/collectives.hpp"
 #include "tower/tower.hpp"
 

@@ -15,7 +15,7 @@
 // Each grain runs with an empty interpreter stack and the caller's grad mode. That is exact when
 // the arguments are plain (numbers, tensors, plain runtime values) and nothing of a live
 // transform can reach f: no transform is live on the calling thread, or f holds no values (an
-// empty class, as static_level.hpp assumes). Otherwise (arguments wrapped by an enclosing grad,
+// empty class, as transforms/static/level.hpp assumes). Otherwise (arguments wrapped by an enclosing grad,
 // vmap or jvp, a capturing f inside a transform, random ops, a batch of at most one grain) the
 // serial vmap runs on the calling thread: slower, never different.
 //
@@ -42,8 +42,8 @@
 #include <thread>
 #endif
 
-#include "tower/grad_levels.hpp"
-#include "tower/lent_rows.hpp"
+#include "tower/runtime/grad_levels.hpp"
+#include "tower/tensor/lent_rows.hpp"
 #include "tower/tower.hpp"
 
 namespace tower::detail::par {
@@ -364,7 +364,7 @@ namespace par {
 /// argument some grad records: one op on that grad's tape. Its base is the parallel vmap of f;
 /// its VJP the parallel vmap of f's per-example VJP, so the backward pass runs per grain too.
 /// (x, ct) -> f's VJP at x for ct. It declares f as what it wraps: it holds no other value, so
-/// its parallel vmap splits while grad is live (static_level.hpp's may_capture_values).
+/// its parallel vmap splits while grad is live (transforms/static/level.hpp's may_capture_values).
 template <class F>
 struct example_vjp {
   F f;

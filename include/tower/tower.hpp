@@ -7,10 +7,10 @@
 //   namespace tw = tower;
 //   auto loss = [](auto w, auto x) { return tw::log(1.0 + tw::exp(-tw::dot(w, x))); };
 //   tw::tensor<double> G = tw::vmap(tw::grad(loss), tw::in_dims(tw::none, 0))(w, X);  // [B, d]
-#include "tower/config.hpp"  // first: a clear #error below C++20
+#include "tower/core/config.hpp"  // first: a clear #error below C++20
 #include "tower/version.hpp"
 #if TOWER_CXX20
-// clang reports each loop marked TOWER_NO_ALIAS_LOOP (kernels.hpp: vectorize(assume_safety)) that
+// clang reports each loop marked TOWER_NO_ALIAS_LOOP (kernels/base.hpp: vectorize(assume_safety)) that
 // it leaves scalar at -O2, e.g. a per-example function that calls libm: not a fault, and not
 // the user's to fix. The pragma covers tower's headers included here, not the user's code.
 #if defined(__clang__)
@@ -26,27 +26,27 @@
 #include "dsl/pointwise.hpp"
 #include "dsl/reduce.hpp"
 #include "dsl/shape_ops.hpp"
-#include "tower/batch_fallback.hpp"
-#include "tower/error.hpp"
-#include "tower/grad_mode.hpp"
-#include "tower/interpreter_stack.hpp"
-#include "tower/kernels.hpp"
-#include "tower/op.hpp"
-#include "tower/static_dispatch.hpp"
-#include "tower/static_values.hpp"
-#include "tower/tensor.hpp"
-#include "tower/transform_type.hpp"
+#include "dsl/batch_fallback.hpp"
+#include "tower/core/error.hpp"
+#include "tower/core/grad_mode.hpp"
+#include "tower/core/interpreter_stack.hpp"
+#include "tower/kernels/base.hpp"
+#include "tower/static/op.hpp"
+#include "tower/static/dispatch.hpp"
+#include "tower/static/values.hpp"
+#include "tower/tensor/tensor.hpp"
+#include "tower/core/transform_type.hpp"
 #include "tower/transforms/grad.hpp"
-#include "tower/transforms/options.hpp"
+#include "tower/core/transform_options.hpp"
 #include "tower/transforms/vmap.hpp"
-#include "tower/dyn_value.hpp"
-#include "tower/runtime_dispatch.hpp"
-#include "tower/transforms/runtime_transforms.hpp"
+#include "tower/runtime/dyn_value.hpp"
+#include "tower/runtime/dispatch.hpp"
+#include "tower/transforms/runtime/transforms.hpp"
 #include "tower/transforms/jvp.hpp"
 #include "tower/transforms/jacobian.hpp"
-#include "tower/pytree.hpp"
+#include "tower/static/pytree.hpp"
 #include "dsl/random.hpp"
-#include "tower/bridge.hpp"
+#include "tower/transforms/runtime/bridge.hpp"
 #include "tower/eigen.hpp"
 #ifdef TOWER_IGNORE_PASS_FAILED
 #pragma clang diagnostic pop

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tower/kernels/eigen_headers.hpp"
-#include "tower/kernels.hpp"
+#include "tower/kernels/base.hpp"
 
 namespace tower::kernels {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tower/kernels.hpp"
+#include "tower/kernels/base.hpp"
 
 namespace tower::kernels {
 

@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "tower/kernels/eigen_headers.hpp"
-#include "tower/shape_vector.hpp"
+#include "tower/core/shape_vector.hpp"
 
 // Eigen's packets are vector types whose alignment attributes a template argument drops (what
 // Eigen itself silences in its headers): harmless for values held in registers. And GCC 12

@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "tower/error.hpp"
-#include "tower/shape_vector.hpp"
+#include "tower/core/error.hpp"
+#include "tower/core/shape_vector.hpp"
 
 namespace tower::detail::mpi {
 

@@ -21,15 +21,15 @@
 
 #include "dsl/reduce.hpp"
 #include "dsl/shape_ops.hpp"
-#include "tower/force_inline.hpp"
+#include "tower/core/force_inline.hpp"
 #include "tower/transforms/grad.hpp"
-#include "tower/transforms/hessian_forward.hpp"
+#include "tower/transforms/static/hessian_forward.hpp"
 #include "tower/transforms/jvp.hpp"
-#include "tower/diagnostics.hpp"
-#include "tower/kept_tensors.hpp"
-#include "tower/pytree.hpp"
-#include "tower/transforms/options.hpp"
-#include "tower/transforms/runtime_function.hpp"
+#include "tower/static/diagnostics.hpp"
+#include "tower/tensor/kept_tensors.hpp"
+#include "tower/static/pytree.hpp"
+#include "tower/core/transform_options.hpp"
+#include "tower/core/runtime_function.hpp"
 #include "tower/transforms/vmap.hpp"
 
 namespace tower {

@@ -14,15 +14,15 @@
 #include <utility>
 
 #include "dsl/shape_ops.hpp"
-#include "tower/diagnostics.hpp"
-#include "tower/grad_mode.hpp"
-#include "tower/interpreter_stack.hpp"
-#include "tower/pytree.hpp"
-#include "tower/static_values.hpp"
-#include "tower/transforms/runtime_function.hpp"
-#include "tower/transforms/runtime_transforms.hpp"
-#include "tower/transforms/options.hpp"
-#include "tower/transforms/static_level.hpp"
+#include "tower/static/diagnostics.hpp"
+#include "tower/core/grad_mode.hpp"
+#include "tower/core/interpreter_stack.hpp"
+#include "tower/static/pytree.hpp"
+#include "tower/static/values.hpp"
+#include "tower/core/runtime_function.hpp"
+#include "tower/transforms/runtime/transforms.hpp"
+#include "tower/core/transform_options.hpp"
+#include "tower/transforms/static/level.hpp"
 
 namespace tower {
 

@@ -4,8 +4,8 @@
 // no threading code, so users of <tower/tower.hpp> without oneTBB are unaffected.
 #include <type_traits>
 
-#include "tower/transforms/options.hpp"
-#include "tower/transforms/runtime_function.hpp"
+#include "tower/core/transform_options.hpp"
+#include "tower/core/runtime_function.hpp"
 
 namespace tower {
 

@@ -20,19 +20,19 @@
 
 #include "dsl/layout.hpp"
 #include "dsl/shape_ops.hpp"
-#include "tower/diagnostics.hpp"
-#include "tower/interpreter_stack.hpp"
-#include "tower/pytree.hpp"
-#include "tower/randomness.hpp"
-#include "tower/static_values.hpp"
-#include "tower/transforms/batch_size.hpp"
-#include "tower/transforms/fused_fixed.hpp"
-#include "tower/transforms/fused_vmap.hpp"
-#include "tower/transforms/options.hpp"
+#include "tower/static/diagnostics.hpp"
+#include "tower/core/interpreter_stack.hpp"
+#include "tower/static/pytree.hpp"
+#include "tower/core/randomness.hpp"
+#include "tower/static/values.hpp"
+#include "tower/tensor/batch_size.hpp"
+#include "tower/transforms/static/fused_fixed.hpp"
+#include "tower/transforms/static/fused_vmap.hpp"
+#include "tower/core/transform_options.hpp"
 #include "tower/transforms/parallel_vmap.hpp"
-#include "tower/transforms/runtime_function.hpp"
-#include "tower/transforms/runtime_transforms.hpp"
-#include "tower/transforms/static_level.hpp"
+#include "tower/core/runtime_function.hpp"
+#include "tower/transforms/runtime/transforms.hpp"
+#include "tower/transforms/static/level.hpp"
 
 namespace tower {
 
@@ -265,7 +265,7 @@ struct vmap_transform {
 
   template <class... A>
   auto operator()(const A&... a) const {
-    // randomness=error: a random op anywhere inside raises, in every form (tower/randomness.hpp).
+    // randomness=error: a random op anywhere inside raises, in every form (tower/core/randomness.hpp).
     const detail::randomness_guard random_ops(opts.randomness);
     if constexpr ((is_dual_unsupported_v<A> || ...)) {
       return dual_unsupported{};  // inside a probe of a tape-free form, which declines
@@ -577,7 +577,7 @@ struct vmap_transform {
     }
   }
 
-  /// Whether the runtime path may trace f and run it fused (runtime_fusion.hpp): a top-level vmap
+  /// Whether the runtime path may trace f and run it fused (transforms/runtime/fusion.hpp): a top-level vmap
   /// over tensors, strategy::automatic or strategy::fused, no chunk_size, randomness=error.
   template <class... A>
   bool runtime_fuses(const A&...) const {
@@ -613,7 +613,7 @@ struct vmap_transform {
 
   /// With chunk_size, runs the batch a chunk at a time and concatenates the outputs.
   /// (randomness=different: one example at a time; randomness=same: each chunk draws what the
-  /// whole batch would, tower/randomness.hpp.)
+  /// whole batch would, tower/core/randomness.hpp.)
   template <int L, class... A>
   auto run_chunked(const A&... a) const {
     const std::int64_t chunk = detail::chunk_for(opts.randomness, opts.chunk_size);

@@ -1,0 +1,60 @@
+#pragma once
+// The batch size vmap reads from its arguments, with the errors both paths raise.
+#include <cstdint>
+#include <string>
+
+#include "tower/core/error.hpp"
+#include "tower/tensor/tensor.hpp"
+
+namespace tower::detail {
+
+/// "argument 1 has size 3 at dim 0": the words of the batch-size mismatch error.
+inline std::string batch_size_source(std::size_t index, std::int64_t n, std::int64_t dim) {
+  return "argument " + std::to_string(index) + " has size " + std::to_string(n) + " at dim " + std::to_string(dim);
+}
+
+/// Where the batch size came from (the first batched argument); the message is built only
+/// when sizes differ.
+struct batch_origin {
+  std::size_t index = 0;
+  std::int64_t dim = 0;
+};
+
+/// Checks argument `index` (logical shape `s`, batched at `dim`) and merges its batch size into `bs`.
+inline void merge_batch_size(std::size_t index, std::int64_t dim, const shape_t& s, std::int64_t& bs,
+                             batch_origin& first) {
+  const auto r = static_cast<std::int64_t>(s.size());
+  if (dim < -r || dim >= r)
+    throw error("vmap: in_dims[" + std::to_string(index) + "] = " + std::to_string(dim) +
+                " is out of range for argument " + std::to_string(index) + " of shape " + shape_str(s));
+  const std::int64_t n = s[static_cast<std::size_t>(dim < 0 ? dim + r : dim)];
+  if (bs < 0) {
+    bs = n;
+    first = {index, dim};
+  } else if (n != bs) {
+    throw error("vmap: batch sizes differ: " + batch_size_source(first.index, bs, first.dim) + ", " +
+                batch_size_source(index, n, dim));
+  }
+}
+
+/// The same, recording the first batched argument as its words (the static path's form).
+inline void merge_batch_size(std::size_t index, std::int64_t dim, const shape_t& s, std::int64_t& bs,
+                             std::string& first) {
+  const std::int64_t before = bs;
+  batch_origin o;
+  if (!first.empty()) {  // a size from the string form: report it as it was recorded
+    const auto r = static_cast<std::int64_t>(s.size());
+    if (dim >= -r && dim < r) {
+      const std::int64_t n = s[static_cast<std::size_t>(dim < 0 ? dim + r : dim)];
+      if (n != bs) throw error("vmap: batch sizes differ: " + first + ", " + batch_size_source(index, n, dim));
+    }
+  }
+  merge_batch_size(index, dim, s, bs, o);
+  if (before < 0) first = batch_size_source(index, bs, dim);
+}
+
+inline void require_batched(std::int64_t bs) {
+  if (bs < 0) throw error("vmap: at least one argument must be batched, but in_dims are all none");
+}
+
+}  // namespace tower::detail
