@@ -121,7 +121,7 @@ struct matmul_op {
  private:
   /// a^T g. When g is a stack of columns (b a vector, as in A x), as (g^T a)^T: transposing a
   /// column is free (kernels::permute) and g^T a reads a's rows, where a^T g would copy a^T
-  /// first (jacrev of tanh(A x) with A 64 x 64: 10 -> 8 us).
+  /// first.
   template <class G, class A>
   auto b_gradient(const G& g, const A& a) const {
     using Columns = decltype(detail::mT(call_op(*this, detail::mT(g), a)));

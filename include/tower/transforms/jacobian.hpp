@@ -792,7 +792,7 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
       } else {
         // The basis with its batch last (in_shape + [n_in]: the same identity, symmetric), so
         // that elementwise ops and matmul keep the batch last (batched::batch_last) and cols
-        // comes out as out_shape + [n_in] with no transpose (jacfwd of tanh(A x): 2 -> 0).
+        // comes out as out_shape + [n_in] with no transpose.
         shape_t last = is;
         last.push_back(n);
         auto cols = detail::vmap_at<Floor>(pushed, detail::batch_last_only<sizeof...(A)>(), out_dims(-1))(

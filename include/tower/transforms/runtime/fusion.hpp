@@ -3,9 +3,8 @@
 // program on lanes of examples (runtime/trace.hpp, fused_program.hpp).
 //
 // A type-erased f has no per-example form the compiler can see, and its batching rules write a
-// batch-sized tensor per op (about 0.75 ns per element per op on Lennard-Jones: 35 ops cost
-// 10x the fused loop). Here vmap runs f once, at its own level, on the first examples, with a
-// trace_recorder on its stack entry; every op that reaches the vmap's interpreter (f's own ops,
+// batch-sized tensor per op, out of cache for a large batch. Here vmap runs f once, at its own
+// level, on the first examples, with a trace_recorder on its stack entry; every op that reaches the vmap's interpreter (f's own ops,
 // and those that grad's backward sweep or an inner transform lowers to it) becomes scalar
 // instructions. When all of them could, the program runs over the whole batch, 256 examples at
 // a time, with every intermediate in L1; otherwise vmap runs the batching rules as usual.

@@ -102,7 +102,7 @@ constexpr bool first_order() {
 
 /// Second order takes this path only as a Hessian on elementwise_jets (hessian_forward.hpp):
 /// forward over forward mode per example carries n + n^2 derivatives on every element through
-/// every op; on R^8 it measured 4x slower than batching rules and took 2 minutes to compile.
+/// every op, slower than batching rules on R^8 and minutes to compile.
 template <class F, class... E>
 constexpr bool second_order_on_jets() {
   if constexpr (requires { F::template on_jets<E...>(); }) return F::template on_jets<E...>();
@@ -358,9 +358,8 @@ auto plain_arg(const X& x) {
 // batched argument is a [B, N] tensor with N <= TOWER_AUTOMATIC_FIXED_ROWS (default 8), batched
 // along dim 0, every other batched argument is [B] and every unbatched one a number: vmap runs as
 // if that argument's in_dims entry were fixed_rows<N>. The spelling a JAX user writes,
-// vmap(grad(energy))(R) with R of shape [B, 3], is then one loop over examples (Lennard-Jones:
-// 15x hand-written code with batching rules, 1.1x this way; bench/README.md), with N known only
-// at run time.
+// vmap(grad(energy))(R) with R of shape [B, 3], is then one loop over examples at hand-written
+// speed (docs/performance.md), with N known only at run time.
 //
 // This instantiates f's tape-free path on tw::fixed values for every N up to the limit, so f
 // must compile on them whenever it compiles on tensors: ops without a rule for fixed values

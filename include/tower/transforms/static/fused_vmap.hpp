@@ -409,13 +409,13 @@ std::int64_t packet_size(const InDims& in, const A&... a) {
 
 /// strategy::automatic uses packets when a batched argument holds at least this many numbers
 /// (1 MiB of doubles): below it the whole batch's intermediates stay in cache anyway and the
-/// fixed cost per op and packet is pure loss (logistic regression, d = 16, B = 4096, is 10-20%
-/// slower in packets; Lennard-Jones with B = 2^20 is 1.8x faster).
+/// fixed cost per op and packet is pure loss (logistic regression, d = 16, B = 4096, is slower
+/// in packets; Lennard-Jones with B = 2^20 faster).
 inline constexpr std::int64_t packets_min_numbers = std::int64_t{1} << 17;
 
 /// ... and when an example holds at most this many numbers. Wider examples leave few examples
 /// per packet, so copying rows in and out and the fixed cost per op and packet are not repaid
-/// (logistic regression, d = 256, B = 4096: 4.0 ms in packets, 1.5 ms batched).
+/// (logistic regression, d = 256, B = 4096, is faster batched).
 inline constexpr std::int64_t packets_max_example_numbers = 64;
 
 /// strategy::automatic's choice for bs examples of per numbers each: the packet size, or 0 for

@@ -15,7 +15,7 @@
 // A function that holds no values — an empty class (a captureless lambda, tw::sin) or tower's
 // transforms of one — cannot have captured anything: it runs at the predicted level with the
 // live transforms above hidden (hide_live_levels), and the second instantiation is never made.
-// That halves the code the static path compiles for such functions (hessian_bench: 61 -> 35 s).
+// That halves the code the static path compiles for such functions.
 #include <tuple>
 #include <type_traits>
 #include <utility>
