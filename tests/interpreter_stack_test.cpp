@@ -97,6 +97,40 @@ TEST_CASE("grad entered under no_grad lowers under no_grad: the outer grad does 
   require_close(tw::grad(outer_r)(1.5).item(), 1.5, 1e-12);
 }
 
+TEST_CASE("no_fwd_grad inside jvp stops tangents; jvp entered under no_fwd_grad lowers under it (both paths)") {
+  // The forward-mode counterparts of the two grad cases above.
+  auto stopped = [](auto x) {
+    auto c = [&] {
+      tw::no_fwd_grad off;
+      return x * x;
+    }();
+    return c + x;  // c is a constant: tangent 1
+  };
+  require_close(std::get<1>(tw::jvp(stopped, std::tuple{3.0}, std::tuple{1.0})), 1.0, 0);
+  std::function<value(value)> stopped_r = [&](value x) { return stopped(x); };
+  require_close(std::get<1>(tw::jvp(stopped_r, std::tuple{value(3.0)}, std::tuple{value(1.0)})).item(), 1.0, 0);
+
+  // An inner jvp entered with forward mode off: its ops on the outer level carry no tangent, so
+  // r = x is a constant for the outer jvp and d(x r)/dx = r (not 2x).
+  auto outer = [](auto x) {
+    auto r = [&] {
+      tw::no_fwd_grad off;
+      return std::get<1>(tw::jvp([&](auto y) { return x * y; }, std::tuple{1.0}, std::tuple{1.0}));
+    }();
+    return x * r;
+  };
+  require_close(std::get<1>(tw::jvp(outer, std::tuple{1.5}, std::tuple{1.0})), 1.5, 1e-12);
+  std::function<value(value)> outer_r = [](value x) {
+    std::function<value(value)> inner = [&](value y) { return x * y; };
+    value r = [&] {
+      tw::no_fwd_grad off;
+      return std::get<1>(tw::jvp(inner, std::tuple{value(1.0)}, std::tuple{value(1.0)}));
+    }();
+    return x * r;
+  };
+  require_close(std::get<1>(tw::jvp(outer_r, std::tuple{value(1.5)}, std::tuple{value(1.0)})).item(), 1.5, 1e-12);
+}
+
 namespace {
 // A user op with a base kernel and batching rule but no VJP rule.
 struct no_vjp_op {

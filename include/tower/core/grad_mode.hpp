@@ -3,10 +3,15 @@
 //
 //   { tw::no_grad guard;  /* ops here are not recorded by any grad level */ }
 //
-// grad(f) runs f with grad mode on and remembers the mode that was in force outside
-// (prev_grad_mode). When that mode was off, grad lowers under no-grad: levels below it do not
-// record its ops (functorch's GradInterpreter.lower). tower realises that lowering with one
-// thread-local threshold, `no_grad_below`, so the check costs one compare per op on both paths.
+// grad(f) runs f with grad mode on and keeps the mode that was in force outside on its stack
+// entry (interpreter_entry::prev_grad_mode). When that mode was off, grad lowers under no-grad:
+// levels below it do not record its ops (functorch's GradInterpreter.lower). An op does not
+// always pass through grad's level to be lowered (a static dispatch goes straight to the highest
+// level its arguments carry; the runtime one skips a top level none of them is at), so the entry
+// sets a thread-local threshold instead, `no_grad_below`, read by every grad level below: one
+// compare per op on both paths.
+#include "tower/core/interpreter_stack.hpp"
+
 namespace tower {
 
 namespace detail {
@@ -94,11 +99,12 @@ class enable_grad : public grad_mode_guard {
 };
 
 namespace detail {
-/// RAII: while a grad transform entered with grad mode off is live, lower levels do not record.
+/// RAII, grad's lowering (see the top of this file): while grad's entry e lives, grad levels
+/// below it do not record if e.prev_grad_mode is off.
 class no_grad_below_guard {
  public:
-  no_grad_below_guard(int level, bool prev_grad_mode) : saved_(grad_mode().no_grad_below) {
-    if (!prev_grad_mode && level > saved_) grad_mode().no_grad_below = level;
+  explicit no_grad_below_guard(const interpreter_entry& e) : saved_(grad_mode().no_grad_below) {
+    if (!e.prev_grad_mode && e.level > saved_) grad_mode().no_grad_below = e.level;
   }
   ~no_grad_below_guard() { grad_mode().no_grad_below = saved_; }
   no_grad_below_guard(const no_grad_below_guard&) = delete;
@@ -108,12 +114,13 @@ class no_grad_below_guard {
   int saved_;
 };
 
-/// RAII for jvp: forward mode on inside, and levels below skip tangents if it was off outside.
+/// RAII for jvp's entry e: forward mode on inside, and jvp levels below skip tangents if
+/// e.prev_fwd_grad_mode is off (jvp's lowering, as grad's above).
 class fwd_grad_scope {
  public:
-  fwd_grad_scope(int level, bool prev_fwd_grad_mode)
+  explicit fwd_grad_scope(const interpreter_entry& e)
       : saved_enabled_(grad_mode().fwd_enabled), saved_below_(grad_mode().no_fwd_grad_below) {
-    if (!prev_fwd_grad_mode && level > saved_below_) grad_mode().no_fwd_grad_below = level;
+    if (!e.prev_fwd_grad_mode && e.level > saved_below_) grad_mode().no_fwd_grad_below = e.level;
     grad_mode().fwd_enabled = true;
   }
   ~fwd_grad_scope() {

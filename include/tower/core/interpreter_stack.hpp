@@ -25,9 +25,9 @@ struct interpreter_entry {
   std::uint64_t serial;                                 // unique per transform call in the process: wrappers carry it
   std::int64_t batch_size = 0;                          // vmap
   randomness_kind randomness = randomness_kind::error;  // vmap
-  bool prev_grad_mode = true;                           // grad: the grad mode in force when it was entered
-  bool prev_fwd_grad_mode = true;                       // jvp
-  void* state = nullptr;                                // per-transform runtime state (the grad tape)
+  bool prev_grad_mode = true;      // grad: the grad mode in force when it was entered (no_grad_below_guard)
+  bool prev_fwd_grad_mode = true;  // jvp: the forward-mode counterpart (fwd_grad_scope)
+  void* state = nullptr;           // per-transform runtime state (the grad tape)
 };
 
 namespace detail {

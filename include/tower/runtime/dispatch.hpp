@@ -45,7 +45,7 @@ arg_refs<N> refs_of(const std::array<value, N>& a) {
 template <class Op, std::size_t N>
 value dispatch_functorch(const Op& op, const arg_refs<N>& args);
 
-/// What every runtime interpreter shares: its stack entry (coerced by key), level, key, and
+/// What every runtime interpreter shares: its stack entry (checked against its key), level, and
 /// lowering (functorch's Interpreter: sendToNextInterpreter pops itself and re-dispatches).
 template <transform_type Key>
 class interpreter_base {
@@ -55,7 +55,6 @@ class interpreter_base {
       wrong_key(e.key);
   }
   int level() const { return e_.level; }
-  transform_type key() const { return e_.key; }
 
   template <class Op, std::size_t N>
   static value lower(const Op& op, const std::array<value, N>& args) {
@@ -81,23 +80,23 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
   template <class Op, std::size_t N>
   value process(const Op& op, const arg_refs<N>& args) const {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      if constexpr (is_elementwise_v<Op> && !requires { op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...); }) {
+      if constexpr (is_elementwise_v<Op> && !requires { op.batch_with_entry(e_, batch_size(), arg<I>(args)...); }) {
         // One-element physical values (vmap at batch size 1 of scalar code): the kernel on
         // doubles, as the batching rule would run it, without the rule's layers. The result has
         // the broadcast rank: one more than the largest logical rank.
         if ((physical(*args[I]).is_inline() && ...)) {
           int r = 0;
           ((r = rank_with_batch(*args[I]) > r ? rank_with_batch(*args[I]) : r), ...);
-          return dyn::wrap(transform_type::vmap, e_.level, e_.serial,
+          return dyn::wrap(transform_type::vmap, level(), e_.serial,
                            value::one_element(static_cast<double>(op.base(physical(*args[I]).scalar()...)), r));
         }
       }
       value phys = [&] {
-        if constexpr (requires { op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...); })
-          return value(op.batch_with_entry(e_, e_.batch_size, arg<I>(args)...));
-        else return value(tower::detail::batch_rule_or_fallback(op, e_.batch_size, arg<I>(args)...));
+        if constexpr (requires { op.batch_with_entry(e_, batch_size(), arg<I>(args)...); })
+          return value(op.batch_with_entry(e_, batch_size(), arg<I>(args)...));
+        else return value(tower::detail::batch_rule_or_fallback(op, batch_size(), arg<I>(args)...));
       }();
-      value out = dyn::wrap(transform_type::vmap, e_.level, e_.serial, std::move(phys));
+      value out = dyn::wrap(transform_type::vmap, level(), e_.serial, std::move(phys));
       if (e_.state) [[unlikely]]  // a vmap being traced (transforms/runtime/fusion.hpp)
         static_cast<trace_recorder*>(e_.state)->record(op, args, out);
       return out;
@@ -106,16 +105,16 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
 
  private:
   /// x's physical value at this level: its inner value if batched here, else x.
-  const value& physical(const value& x) const { return x.level() == e_.level ? x.get().inner : x; }
+  const value& physical(const value& x) const { return x.level() == level() ? x.get().inner : x; }
   /// The rank x has with a batch dim: its physical rank if batched here, else one more.
   int rank_with_batch(const value& x) const {
-    return x.level() == e_.level ? x.get().inner.inline_rank() : x.inline_rank() + 1;
+    return x.level() == level() ? x.get().inner.inline_rank() : x.inline_rank() + 1;
   }
 
   template <std::size_t I, std::size_t N>
   bval<value, bool> arg(const arg_refs<N>& a) const {
     const value& x = *a[I];
-    const bool here = x.level() == e_.level;
+    const bool here = x.level() == level();
     return {here ? x.get().inner : x, here};
   }
 };
@@ -124,13 +123,6 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
 class grad_interpreter : public interpreter_base<transform_type::grad> {
  public:
   using interpreter_base::interpreter_base;
-  bool prev_grad_mode() const { return e_.prev_grad_mode; }
-
-  /// functorch's lift: the primal at this level and its node (null for constants).
-  std::pair<value, std::shared_ptr<grad_node>> lift(const value& x) const {
-    if (x.level() == e_.level) return {x.get().inner, x.get().node};
-    return {x, nullptr};
-  }
 
   template <class Op, std::size_t N>
   value process(const Op& op, const arg_refs<N>& args) const {
@@ -139,7 +131,7 @@ class grad_interpreter : public interpreter_base<transform_type::grad> {
     bool tracked = false;
     for (std::size_t i = 0; i < N; ++i) {
       const value& x = *args[i];
-      if (x.level() == e_.level) {  // lift, without copying the pair
+      if (x.level() == level()) {  // the primal at this level and its node (functorch: unwrap)
         primals[i] = x.get().inner;
         parents[i] = x.get().node;
         tracked = tracked || parents[i];
@@ -147,7 +139,7 @@ class grad_interpreter : public interpreter_base<transform_type::grad> {
         primals[i] = x;
       }
     }
-    const int level = e_.level;
+    const int level = this->level();
     const std::uint64_t serial = e_.serial;
     value out = lower(op, primals);
     std::shared_ptr<grad_node> node;
@@ -191,18 +183,17 @@ class grad_interpreter : public interpreter_base<transform_type::grad> {
 class jvp_interpreter : public interpreter_base<transform_type::jvp> {
  public:
   using interpreter_base::interpreter_base;
-  bool prev_fwd_grad_mode() const { return e_.prev_fwd_grad_mode; }
 
   template <class Op, std::size_t N>
   value process(const Op& op, const arg_refs<N>& args) const {
     std::array<value, N> primals, tangents;
     bool tracked = false;
     for (std::size_t i = 0; i < N; ++i) {
-      const bool here = args[i]->level() == e_.level;
+      const bool here = args[i]->level() == level();
       primals[i] = here ? args[i]->get().inner : *args[i];
       tracked = tracked || here;
     }
-    const int level = e_.level;
+    const int level = this->level();
     const std::uint64_t serial = e_.serial;
     value out = lower(op, primals);
     value t;

@@ -69,7 +69,7 @@ constexpr auto static_stack_of() {
   auto sorted = hana::sort(all, [](auto a, auto b) {
     using Ia = typename decltype(a)::type;
     using Ib = typename decltype(b)::type;
-    return hana::bool_c<(Ia::level_v < Ib::level_v || (Ia::level_v == Ib::level_v && Ia::key() < Ib::key()))>;
+    return hana::bool_c<(Ia::level() < Ib::level() || (Ia::level() == Ib::level() && Ia::key() < Ib::key()))>;
   });
   return hana::unique(sorted);
 }
@@ -93,8 +93,6 @@ auto dispatch_static(const Op& op, const A&... a) {
 // vmap_interpreter<L>: runs the op's batching rule on the physical values.
 template <int L>
 struct vmap_interpreter {
-  static constexpr int level_v = L;
-
   std::int64_t batch_size_;
   std::uint64_t serial_;
 
@@ -247,23 +245,20 @@ struct vmap_interpreter {
 // grad_interpreter<L>: lifts the arguments to its level, records the op on its tape, lowers.
 template <int L>
 struct grad_interpreter {
-  static constexpr int level_v = L;
   static constexpr int level() { return L; }
 
   detail::grad_tape* tape_;
   std::uint64_t serial_;
-  bool prev_grad_mode_;
 
   static constexpr transform_type key() { return transform_type::grad; }
-  bool prev_grad_mode() const { return prev_grad_mode_; }
 
   template <class... A>
   static grad_interpreter from_args(const A&...) {
     // Only the live grad call at level L owns a tape; wrappers from a call that returned are
     // dead and act as constants.
     if (const interpreter_entry* e = find_live_level(L); e && e->key == transform_type::grad)
-      return {static_cast<detail::grad_tape*>(e->state), e->serial, e->prev_grad_mode};
-    return {nullptr, 0, true};
+      return {static_cast<detail::grad_tape*>(e->state), e->serial};
+    return {nullptr, 0};
   }
 
   /// The primal of x at this level: x itself when x is not wrapped at L.
@@ -320,19 +315,15 @@ struct grad_interpreter {
 // tangents (zeros for arguments without a tangent at this level).
 template <int L>
 struct jvp_interpreter {
-  static constexpr int level_v = L;
   static constexpr int level() { return L; }
   static constexpr transform_type key() { return transform_type::jvp; }
 
   std::uint64_t serial_;
-  bool prev_fwd_grad_mode_;
-  bool prev_fwd_grad_mode() const { return prev_fwd_grad_mode_; }
 
   template <class... A>
   static jvp_interpreter from_args(const A&...) {
-    if (const interpreter_entry* e = find_live_level(L); e && e->key == transform_type::jvp)
-      return {e->serial, e->prev_fwd_grad_mode};
-    return {0, true};
+    if (const interpreter_entry* e = find_live_level(L); e && e->key == transform_type::jvp) return {e->serial};
+    return {0};
   }
 
   template <class X>

@@ -428,7 +428,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     scope.entry().state = &tape;
     scope.entry().prev_grad_mode = prev;
     const std::uint64_t serial = scope.entry().serial;
-    detail::no_grad_below_guard below(L, prev);
+    detail::no_grad_below_guard below(scope.entry());
     enable_grad on;
     detail::bridge_scope bridged(serial);
 

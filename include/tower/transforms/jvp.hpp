@@ -46,7 +46,7 @@ auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T.
     interpreter_scope scope(transform_type::jvp, Lv);
     scope.entry().prev_fwd_grad_mode = prev;
     const std::uint64_t serial = scope.entry().serial;
-    fwd_grad_scope fwd(Lv, prev);
+    fwd_grad_scope fwd(scope.entry());
     auto args = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::make_tuple(tree_zip(
           [&](const auto& p, const auto& t) {

@@ -270,7 +270,7 @@ auto run_grad(const Call& call, const std::vector<int>& argnums, const std::arra
   interpreter_scope scope(transform_type::grad, level);
   scope.entry().prev_grad_mode = prev;
   const std::uint64_t serial = scope.entry().serial;
-  tower::detail::no_grad_below_guard below(level, prev);
+  tower::detail::no_grad_below_guard below(scope.entry());
   enable_grad on;
 
   std::array<value, N> wrapped = args;
@@ -327,7 +327,7 @@ auto run_jvp(const Call& call, const std::array<value, N>& primals, const std::a
   interpreter_scope scope(transform_type::jvp, level);
   scope.entry().prev_fwd_grad_mode = prev;
   const std::uint64_t serial = scope.entry().serial;
-  tower::detail::fwd_grad_scope fwd(level, prev);
+  tower::detail::fwd_grad_scope fwd(scope.entry());
   std::array<value, N> wrapped;
   for (std::size_t i = 0; i < N; ++i) {
     if (primals[i].shape() != tangents[i].shape())
