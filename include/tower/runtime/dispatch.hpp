@@ -45,8 +45,12 @@ arg_refs<N> refs_of(const std::array<value, N>& a) {
 template <class Op, std::size_t N>
 value dispatch_functorch(const Op& op, const arg_refs<N>& args);
 
-/// What every runtime interpreter shares: its stack entry (checked against its key), level, and
-/// lowering (functorch's Interpreter: sendToNextInterpreter pops itself and re-dispatches).
+/// What every runtime interpreter shares: its stack entry (checked against its key), level() and
+/// lower (functorch's Interpreter: sendToNextInterpreter pops itself and re-dispatches). Each
+/// interpreter adds process (the transform's rule for an op, which lowers and lifts) and lift (a
+/// result as a value at its level); vmap's adds batch_size(). grad's and jvp's lowering under a
+/// mode that was off outside is the entry's prev_grad_mode / prev_fwd_grad_mode, applied where
+/// the transform is entered (core/grad_mode.hpp).
 template <transform_type Key>
 class interpreter_base {
  public:
@@ -76,6 +80,8 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
  public:
   using interpreter_base::interpreter_base;
   std::int64_t batch_size() const { return e_.batch_size; }
+  /// functorch's lift: phys (batch first) as a value batched at this level.
+  value lift(value phys) const { return dyn::wrap(transform_type::vmap, level(), e_.serial, std::move(phys)); }
 
   template <class Op, std::size_t N>
   value process(const Op& op, const arg_refs<N>& args) const {
@@ -87,8 +93,7 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
         if ((physical(*args[I]).is_inline() && ...)) {
           int r = 0;
           ((r = rank_with_batch(*args[I]) > r ? rank_with_batch(*args[I]) : r), ...);
-          return dyn::wrap(transform_type::vmap, level(), e_.serial,
-                           value::one_element(static_cast<double>(op.base(physical(*args[I]).scalar()...)), r));
+          return lift(value::one_element(static_cast<double>(op.base(physical(*args[I]).scalar()...)), r));
         }
       }
       value phys = [&] {
@@ -96,7 +101,7 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
           return value(op.batch_with_entry(e_, batch_size(), arg<I>(args)...));
         else return value(tower::detail::batch_rule_or_fallback(op, batch_size(), arg<I>(args)...));
       }();
-      value out = dyn::wrap(transform_type::vmap, level(), e_.serial, std::move(phys));
+      value out = lift(std::move(phys));
       if (e_.state) [[unlikely]]  // a vmap being traced (transforms/runtime/fusion.hpp)
         static_cast<trace_recorder*>(e_.state)->record(op, args, out);
       return out;
@@ -123,6 +128,10 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
 class grad_interpreter : public interpreter_base<transform_type::grad> {
  public:
   using interpreter_base::interpreter_base;
+  /// functorch's lift: x as a value at this level, with its node on the graph (null: a constant).
+  value lift(value x, std::shared_ptr<grad_node> node = nullptr) const {
+    return dyn::wrap(transform_type::grad, level(), e_.serial, std::move(x), std::move(node));
+  }
 
   template <class Op, std::size_t N>
   value process(const Op& op, const arg_refs<N>& args) const {
@@ -139,16 +148,14 @@ class grad_interpreter : public interpreter_base<transform_type::grad> {
         primals[i] = x;
       }
     }
-    const int level = this->level();
-    const std::uint64_t serial = e_.serial;
     value out = lower(op, primals);
     std::shared_ptr<grad_node> node;
     if constexpr (is_differentiable_v<Op>) {
-      if (tracked && grad_enabled_at(level))
+      if (tracked && grad_enabled_at(level()))
         node = std::allocate_shared<op_node<Op, N>>(tower::detail::pool_allocator<op_node<Op, N>>(), op, out,
                                                     std::move(primals), std::move(parents));
     }
-    return dyn::wrap(transform_type::grad, level, serial, std::move(out), std::move(node));
+    return lift(std::move(out), std::move(node));
   }
 
  private:
@@ -183,6 +190,10 @@ class grad_interpreter : public interpreter_base<transform_type::grad> {
 class jvp_interpreter : public interpreter_base<transform_type::jvp> {
  public:
   using interpreter_base::interpreter_base;
+  /// functorch's lift: (primal, tangent) as a value at this level.
+  value lift(value primal, value tangent) const {
+    return dyn::wrap_dual(level(), e_.serial, std::move(primal), std::move(tangent));
+  }
 
   template <class Op, std::size_t N>
   value process(const Op& op, const arg_refs<N>& args) const {
@@ -194,7 +205,6 @@ class jvp_interpreter : public interpreter_base<transform_type::jvp> {
       tracked = tracked || here;
     }
     const int level = this->level();
-    const std::uint64_t serial = e_.serial;
     value out = lower(op, primals);
     value t;
     if constexpr (is_differentiable_v<Op>) {
@@ -215,11 +225,11 @@ class jvp_interpreter : public interpreter_base<transform_type::jvp> {
             return value(op.jvp(out, primals[I]..., tangents[I]...));
           }(std::make_index_sequence<N>{});
         }
-        return dyn::wrap_dual(level, serial, std::move(out), std::move(t));
+        return lift(std::move(out), std::move(t));
       }
     }
     t = tower::detail::zeros_like_value(out);
-    return dyn::wrap_dual(level, serial, std::move(out), std::move(t));
+    return lift(std::move(out), std::move(t));
   }
 };
 

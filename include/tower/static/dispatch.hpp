@@ -90,6 +90,17 @@ auto dispatch_static(const Op& op, const A&... a) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The interpreters (functorch's Interpreter, one per transform kind), each with:
+//   level(), key()        its level and transform, from its type (they order the stack's list);
+//   from_args(a...)       the live state of its transform call (tape, serial, batch size),
+//                         read once per op;
+//   process(op, a...)     the transform's rule for op, which lowers and lifts;
+//   lower(op, a...)       op on the interpreters below: the rest of the stack's list;
+//   lift(...)             a result as a value at this level;
+//   batch_size()          (vmap) the size of the batch dim.
+// grad's and jvp's lowering under a mode that was off outside is the entry's prev_grad_mode /
+// prev_fwd_grad_mode, applied where the transform is entered (core/grad_mode.hpp).
+
 // vmap_interpreter<L>: runs the op's batching rule on the physical values.
 template <int L>
 struct vmap_interpreter {
@@ -99,6 +110,11 @@ struct vmap_interpreter {
   static constexpr int level() { return L; }
   static constexpr transform_type key() { return transform_type::vmap; }
   std::int64_t batch_size() const { return batch_size_; }
+  /// functorch's lift: phys as a value batched at this level (its batch first, or last).
+  template <class P>
+  batched<P, L> lift(P phys, bool batch_last = false) const {
+    return {std::move(phys), batch_size_, serial_, batch_last};
+  }
 
   template <class... A>
   static vmap_interpreter from_args(const A&... a) {
@@ -131,16 +147,14 @@ struct vmap_interpreter {
   auto process_batch_first(const Op& op, const A&... a) const {
     if constexpr (requires { op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...); }) {
       // Ops that depend on the vmap's options (random ops and randomness=).
-      auto phys = op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...);
-      return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
+      return lift(op.batch_with_entry(*find_live_level(L), batch_size_, as_bval(a)...));
     } else if constexpr (strict_vmap_v<Op> && !has_batch_rule_v<Op, std::int64_t, decltype(as_bval(a))...>) {
       (void)diagnostics::check_batch_rule<
           Op, decltype(as_bval(a))...>();  // reports "op <name> has no batching rule for transform vmap"
       return diagnostics::failed{};
     } else {
       // The op's batching rule, or the per-example fallback (batch_fallback.hpp).
-      auto phys = detail::batch_rule_or_fallback(op, batch_size_, as_bval(a)...);
-      return batched<decltype(phys), L>{std::move(phys), batch_size_, serial_};
+      return lift(detail::batch_rule_or_fallback(op, batch_size_, as_bval(a)...));
     }
   }
 
@@ -179,7 +193,7 @@ struct vmap_interpreter {
         return std::nullopt;
       } else {
         const bool last = phys.dim() >= 2;  // a [B] result: no other dim, batch first and last
-        return R{std::move(phys), batch_size_, serial_, last};
+        return lift(std::move(phys), last);
       }
     } else if constexpr (requires { op.batch_last_rule(batch_size_, last_bval(a)...); }) {
       auto phys = op.batch_last_rule(batch_size_, last_bval(a)...);
@@ -188,7 +202,7 @@ struct vmap_interpreter {
       } else {
         if (!phys) return std::nullopt;
         const bool last = phys->dim() >= 2;
-        return R{std::move(*phys), batch_size_, serial_, last};
+        return lift(std::move(*phys), last);
       }
     } else {
       return std::nullopt;
@@ -251,6 +265,12 @@ struct grad_interpreter {
   std::uint64_t serial_;
 
   static constexpr transform_type key() { return transform_type::grad; }
+  /// functorch's lift: out as a value at this level with adjoint type Adj, a constant until process
+  /// gives it a node.
+  template <class Adj, class Out>
+  grad_value_t<Out, L, Adj> lift(Out out) const {
+    return {std::move(out), nullptr, serial_};
+  }
 
   template <class... A>
   static grad_interpreter from_args(const A&...) {
@@ -286,7 +306,7 @@ struct grad_interpreter {
     auto out = lower(op, primal(a)...);
     using Out = decltype(out);
     using Adj = adjoint_t<Out, A...>;
-    grad_value_t<Out, L, Adj> r{std::move(out), nullptr, serial_};
+    auto r = lift<Adj>(std::move(out));
     if constexpr (is_differentiable_v<Op>) {
       if (tape_ && grad_enabled_at(L)) {
         auto parents = std::make_tuple(node_of(a)...);
@@ -319,6 +339,12 @@ struct jvp_interpreter {
   static constexpr transform_type key() { return transform_type::jvp; }
 
   std::uint64_t serial_;
+
+  /// functorch's lift: (primal, tangent) as a value at this level.
+  template <class P, class T>
+  dual<P, T, L> lift(P primal, T tangent) const {
+    return {std::move(primal), std::move(tangent), serial_};
+  }
 
   template <class... A>
   static jvp_interpreter from_args(const A&...) {
@@ -355,10 +381,9 @@ struct jvp_interpreter {
   template <class Op, class... A>
   auto process(const Op& op, const A&... a) const {
     auto out = lower(op, primal(a)...);
-    using Out = decltype(out);
     if constexpr (!is_differentiable_v<Op>) {
       auto t = detail::zeros_like_value(out);
-      return dual<Out, decltype(t), L>{std::move(out), std::move(t), serial_};
+      return lift(std::move(out), std::move(t));
     } else if constexpr (!decltype(diagnostics::check_jvp_rule<Op, requires {
                            op.jvp(out, primal(a)..., tangent_for<Op, A...>(a)...);
                          }>())::value) {
@@ -369,10 +394,10 @@ struct jvp_interpreter {
         // Inputs not at this level have zero tangents: the rule may skip their terms.
         detail::tangent_inputs_scope has(tangent_mask<A...>(std::index_sequence_for<A...>{}));
         T t = op.jvp(out, primal(a)..., tangent_for<Op, A...>(a)...);
-        return dual<Out, T, L>{std::move(out), std::move(t), serial_};
+        return lift(std::move(out), std::move(t));
       }
       T t = detail::convert_adjoint<T>(detail::zeros_like_value(out));
-      return dual<Out, T, L>{std::move(out), std::move(t), serial_};
+      return lift(std::move(out), std::move(t));
     }
   }
 
