@@ -251,6 +251,14 @@ auto diagonal_product(const A& a, const B& b) {
 }
 }  // namespace detail
 
+namespace detail {
+/// An argument whose VJP takes no input mask: a number, a tw::fixed vector, or a forward-mode dual
+/// of them (the partials scalar_dual's ops and the per-example forms take from the VJP rule with
+/// a unit cotangent). Both partials cost less there than reading which ones are needed.
+template <class X>
+inline constexpr bool is_number_value_v = std::is_arithmetic_v<X> || is_fixed_v<X> || is_scalar_dual_v<X>;
+}  // namespace detail
+
 #define TOWER_BINARY_OP(NAME, KERNEL, VJP_A, VJP_B, JVP)                                                    \
   struct NAME##_op : binary_pointwise<NAME##_op> {                                                          \
     static constexpr const char* name = #NAME;                                                              \
@@ -264,15 +272,13 @@ auto diagonal_product(const A& a, const B& b) {
     }                                                                                                       \
     template <class G, class O, class A, class B>                                                           \
     TOWER_ALWAYS_INLINE auto vjp(const G& g, [[maybe_unused]] const O& out, const A& a, const B& b) const { \
-      const std::uint32_t need = detail::take_needed_inputs();                                              \
-      return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(VJP_A, a); }),         \
-                             detail::gradient_if(need & 2u, [&] { return sum_to_like(VJP_B, b); }));        \
-    }                                                                                                       \
-    /* Both gradients on numbers, with no mask and no reduction: scalar_dual's local partials. */           \
-    template <class G, class O, class A, class B>                                                           \
-    TOWER_ALWAYS_INLINE auto number_vjp([[maybe_unused]] const G& g, [[maybe_unused]] const O& out,         \
-                                        [[maybe_unused]] const A& a, [[maybe_unused]] const B& b) const {   \
-      return std::make_tuple(VJP_A, VJP_B);                                                                 \
+      if constexpr (detail::is_number_value_v<A> && detail::is_number_value_v<B>) {                         \
+        return std::make_tuple(VJP_A, VJP_B); /* numbers: both, no mask (see is_number_value_v) */          \
+      } else {                                                                                              \
+        const std::uint32_t need = detail::take_needed_inputs();                                            \
+        return std::make_tuple(detail::gradient_if(need & 1u, [&] { return sum_to_like(VJP_A, a); }),       \
+                               detail::gradient_if(need & 2u, [&] { return sum_to_like(VJP_B, b); }));      \
+      }                                                                                                     \
     }                                                                                                       \
     template <class O, class A, class B, class TA, class TB>                                                \
     TOWER_ALWAYS_INLINE auto jvp([[maybe_unused]] const O& out, [[maybe_unused]] const A& a,                \
@@ -317,7 +323,7 @@ auto shaped_like(T t, const O& out) {
 TOWER_BINARY_OP(add, x + y,  g,            g,                   detail::shaped_like(ta + tb, out))
 TOWER_BINARY_OP(sub, x - y,  g,            -g,                  detail::shaped_like(ta - tb, out))
 TOWER_BINARY_OP(mul, x * y,  g * b,        g * a,               ta * b + a * tb)
-TOWER_BINARY_OP(div, x / y,  g / b,        -(g * out / b),      (ta - out * tb) / b)
+TOWER_BINARY_OP(div, x / y,  g / b,        -(g / b) * out,      (ta - out * tb) / b)
 TOWER_BINARY_OP(pow, std::pow(x, y),  g * b * pow(a, b - 1.0),  g * out * detail::log_where_positive(a),
                 ta * b * pow(a, b - 1.0) + tb * out * detail::log_where_positive(a))
 // maximum and minimum propagate NaN from either side, as torch's.
@@ -345,20 +351,6 @@ inline constexpr arith arith_of<div_op> = arith::div;
 template <>
 inline constexpr arith arith_of<neg_op> = arith::neg;
 }  // namespace fusion
-
-namespace detail {
-/// div on scalar_duals with one division instead of two (its VJP divides again): out = a * (1/b),
-/// within an ulp of a / b, and exactly 1 / b when a is 1.
-template <>
-struct dual_rule<div_op> {
-  template <class A, class B>
-  TOWER_ALWAYS_INLINE static auto run(const A& a, const B& b) {
-    const B r = duals::lift<B>(1.0) / b;
-    const B out = a * r;
-    return std::make_pair(out, std::make_tuple(r, -(out * r)));
-  }
-};
-}  // namespace detail
 
 // Comparisons: 0/1 values of the inputs' type; grad does not record them (no derivative).
 #define TOWER_COMPARE_OP(NAME, EXPR)                                                                       \

@@ -222,11 +222,6 @@ constexpr auto carried_positions() {
 
 namespace detail {
 
-/// An op's own rule for scalar_duals, when the generic one (kernel, then VJP with a unit
-/// cotangent) would compute something twice: run(values...) gives (out, (partials...)).
-template <class Op>
-struct dual_rule {};
-
 /// D from an op's value and its local partials: out.d[k] = sum over the arguments carrying D's
 /// tangents of partial_i * x_i.d[k], unrolled (a loop here would stop vmap's fused loop from
 /// vectorising). With one such argument on numbers, out keeps its d and scales s instead.
@@ -306,7 +301,7 @@ TOWER_ALWAYS_INLINE D push_tangents(const T& out, const P& partials, const A&...
 }
 
 /// An op on scalar_duals (call_op routes here): the kernel on the values, the local partials from
-/// the VJP rule with a unit cotangent (or the op's dual_rule), the tangents through them.
+/// the VJP rule with a unit cotangent, the tangents through them.
 template <class Op, class... A>
 TOWER_ALWAYS_INLINE auto dual_call(const Op& op, const A&... a) {
   namespace du = duals;
@@ -320,22 +315,15 @@ TOWER_ALWAYS_INLINE auto dual_call(const Op& op, const A&... a) {
       if constexpr (du::carries<decltype(x), D>()) return x.v;
       else return du::lift<T>(x);
     };
-    if constexpr (requires { dual_rule<Op>::run(value(a)...); }) {
-      const auto [out, partials] = dual_rule<Op>::run(value(a)...);
-      return push_tangents<D>(out, partials, a...);
+    auto out = call_op(op, value(a)...);
+    if constexpr (!is_differentiable_v<Op>) {
+      return out;  // comparisons and other piecewise-constant ops: plain values
+    } else if constexpr (!std::is_same_v<decltype(out), T>) {
+      return dual_unsupported{};  // a number in, a tensor out (reshape): the tape's job
     } else {
-      auto out = call_op(op, value(a)...);
-      if constexpr (!is_differentiable_v<Op>) {
-        return out;  // comparisons and other piecewise-constant ops: plain values
-      } else if constexpr (!std::is_same_v<decltype(out), T>) {
-        return dual_unsupported{};  // a number in, a tensor out (reshape): the tape's job
-      } else {
-        // number_vjp: the same rule without the bookkeeping a tensor VJP needs (an input mask,
-        // broadcast reductions), which would read thread-local state once per op.
-        if constexpr (requires { op.number_vjp(du::lift<T>(1.0), out, value(a)...); })
-          return push_tangents<D>(out, op.number_vjp(du::lift<T>(1.0), out, value(a)...), a...);
-        else return push_tangents<D>(out, op.vjp(du::lift<T>(1.0), out, value(a)...), a...);
-      }
+      // The VJP rule on numbers takes no input mask (dsl/pointwise.hpp's is_number_value_v), so
+      // nothing here reads thread-local state.
+      return push_tangents<D>(out, op.vjp(du::lift<T>(1.0), out, value(a)...), a...);
     }
   }
 }
