@@ -1,5 +1,5 @@
-// Heap allocations per op on the static path for scalar functions: zero (DESIGN.md: "no per-op
-// heap allocation"). Counted with a replaced global operator new; the per-op figure is the
+// Heap allocations per op on the static path for scalar functions: zero (the static path's
+// promise: no heap allocation per op). Counted with a replaced global operator new; the per-op figure is the
 // difference between a 20-op and a 10-op chain, so per-call costs (the tape) cancel out.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>

@@ -3,7 +3,7 @@
 //
 // Every transform call, static or runtime, pushes one entry for as long as it runs. The runtime
 // path dispatches by peeking it; the static path uses it only to check, once per transform call,
-// that the level its types predict is above every live level (DESIGN.md invariant 3), and to
+// that the level its types predict is above every live level (transforms/static/level.hpp), and to
 // tell live wrappers from escaped ("dead") ones by their serial.
 #include <atomic>
 #include <cstdint>

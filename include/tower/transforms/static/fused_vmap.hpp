@@ -1,6 +1,6 @@
 #pragma once
-// vmap's second physical form: fused per-example evaluation (DESIGN.md, "vmap has two physical
-// forms, one meaning").
+// vmap's per-example forms: fused per-example evaluation and packets of examples
+// (docs/architecture.md, "vmap has several physical forms, one meaning").
 //
 //   tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::fused)(X, w);    // a loop of f over examples
 //   tw::vmap(f, tw::in_dims(0, tw::none), tw::strategy::batched)(X, w);  // batching rules, [B, ...] tensors

@@ -1,5 +1,6 @@
 #pragma once
-// Choosing the level of a static transform call (DESIGN.md invariant 3).
+// Choosing the level of a static transform call: above every live level, so that values of
+// nested transforms never share one (docs/composition.md).
 //
 // A static transform predicts its level from its arguments' types: one above the highest level
 // they carry. The prediction is checked once per call against the live interpreter stack: if a
