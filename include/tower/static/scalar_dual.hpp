@@ -205,6 +205,15 @@ struct deepest<A> {
 template <class A, class B, class... R>
 struct deepest<A, B, R...> : deepest<std::conditional_t<(depth<A>() >= depth<B>()), A, B>, R...> {};
 
+/// The numbers a tape-free transform seeds (the X of its scalar_dual<X, N>), given the
+/// differentiated argument's numbers Own and every argument's numbers S...: the deepest of S, so
+/// that the seeds sit above every enclosing tape-free level any argument carries, whichever
+/// argument is differentiated (its numbers are lifted to X: constants at those levels). Seeding
+/// Own when another argument carries an enclosing level would put both at one level and mix
+/// their derivatives. With plain numbers only, Own.
+template <class Own, class... S>
+using seed_number_t = std::conditional_t<((depth<S>() == 0) && ...), Own, typename deepest<S...>::type>;
+
 template <class X, class D>
 constexpr bool carries() {
   return std::is_same_v<std::remove_cvref_t<X>, D>;

@@ -179,7 +179,7 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     } else {
       using X = forward_input_t<A...>;
       if constexpr (!(std::is_floating_point_v<X> || is_scalar_dual_v<X>) ||
-                    !(std::is_same_v<X, detail::fixeds::scalar_t<arg_t<static_cast<std::size_t>(I), A...>>> && ...)) {
+                    !(seeds_as<X, detail::fixeds::scalar_t<arg_t<static_cast<std::size_t>(I), A...>>> && ...)) {
         return false;
       } else {
         using R = typename decltype([]<std::size_t... K>(std::index_sequence<K...>) {
@@ -280,9 +280,14 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     return std::is_arithmetic_v<S> || is_scalar_dual_v<S>;
   }
 
-  /// The type of the differentiated numbers on the tape-free path.
+  /// The type of the differentiated numbers on the tape-free path (duals::seed_number_t).
   template <class... A>
-  using forward_input_t = detail::fixeds::scalar_t<arg_t<static_cast<std::size_t>(detail::first_of<I...>()), A...>>;
+  using forward_input_t = detail::duals::seed_number_t<
+      detail::fixeds::scalar_t<arg_t<static_cast<std::size_t>(detail::first_of<I...>()), A...>>,
+      detail::fixeds::scalar_t<A>...>;
+  /// Whether the differentiated numbers S are seeded as X: X itself, or a number lifted to X.
+  template <class X, class S>
+  static constexpr bool seeds_as = std::is_same_v<X, S> || (is_scalar_dual_v<X> && std::is_arithmetic_v<S>);
 
   /// Whether the tape-free path's duals share equal stored tangents (scalar_dual.hpp): on plain
   /// numbers with two directions or more (with one there is nothing to save). Not inside another
@@ -314,8 +319,8 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
       using X = forward_input_t<A...>;
       constexpr int n = directions<A...>();
       constexpr std::size_t first = offset<detail::index_of<static_cast<int>(K), I...>(), A...>();
-      auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) {
-        return du::seed<X, n, Own, shares_tangents<X, n>>(v);
+      auto seed = [&]<std::size_t Own>(const auto& v, std::integral_constant<std::size_t, Own>) {
+        return du::seed<X, n, Own, shares_tangents<X, n>>(du::lift<X>(v));
       };
       if constexpr (is_fixed_v<arg_t<K, A...>>)
         return detail::fixeds::generate<arg_t<K, A...>>([&](auto k) {

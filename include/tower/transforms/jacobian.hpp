@@ -297,7 +297,7 @@ struct forward_jacobian {
   template <class... A>
   using arg_t = std::remove_cvref_t<std::tuple_element_t<static_cast<std::size_t>(K), std::tuple<A...>>>;
   template <class... A>
-  using input_t = fixeds::scalar_t<arg_t<A...>>;
+  using input_t = duals::seed_number_t<fixeds::scalar_t<arg_t<A...>>, fixeds::scalar_t<A>...>;
   template <class... A>
   static constexpr int directions = static_cast<int>(fixeds::numel<arg_t<A...>>());
 
@@ -307,8 +307,8 @@ struct forward_jacobian {
         [](const arg_t<A...>& x) {
           using X = input_t<A...>;
           constexpr int n = directions<A...>;
-          auto seed = [&]<std::size_t Own>(const X& v, std::integral_constant<std::size_t, Own>) {
-            return duals::seed<X, n, Own>(v);
+          auto seed = [&]<std::size_t Own>(const auto& v, std::integral_constant<std::size_t, Own>) {
+            return duals::seed<X, n, Own>(duals::lift<X>(v));
           };
           if constexpr (is_fixed_v<arg_t<A...>>)
             return fixeds::generate<arg_t<A...>>([&](auto k) { return seed(fixeds::flat<decltype(k)::value>(x), k); });
