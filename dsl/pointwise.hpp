@@ -8,7 +8,6 @@
 //   comparisons: eq ne lt le gt ge (0/1 values, not differentiated), where(cond, a, b)
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <tuple>
 
 #include "dsl/shape_ops.hpp"
@@ -194,63 +193,6 @@ TOWER_UNARY_OP_D(reciprocal, 1 / v,                                -(out * out))
 #undef TOWER_UNARY_OP
 #undef TOWER_UNARY_OP_BASE
 
-struct mul_op;
-namespace detail {
-/// a * b when one is a known_diagonal tensor d and the other a finite operand o that broadcasts
-/// to d's shape: diagonal too (0 * o is 0 for finite o), as jacrev's identity basis is after
-/// tanh's VJP. Computed on the diagonal only (detail::diagonal_tensor; the zeros off the
-/// diagonal are +0 where the full product would give -0 for a negative o). The finiteness check
-/// reads o only when it is small (at most a quarter of d) or a number. nullopt: not that case.
-template <class A, class B>
-auto diagonal_product(const A& a, const B& b) {
-  using R = tensor<kernels::common_element_t<A, B>>;
-  using T = typename R::value_type;
-  auto diagonal = [&](const auto& d, const auto& o) TOWER_INLINE_LAMBDA -> std::optional<R> {
-    using D = std::remove_cvref_t<decltype(d)>;
-    using O = std::remove_cvref_t<decltype(o)>;
-    if constexpr (!std::is_same_v<D, R>) {
-      return std::nullopt;
-    } else if (!d.known_diagonal()) {
-      return std::nullopt;
-    } else {
-      const auto n = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(d.numel()))));
-      const T* pd = d.data();
-      if constexpr (std::is_arithmetic_v<O>) {
-        if (!std::isfinite(static_cast<double>(o))) return std::nullopt;
-        const T v = static_cast<T>(o);
-        return diagonal_tensor<T>(d.shape(), n,
-                                  [&](std::int64_t i) TOWER_INLINE_LAMBDA { return pd[i * (n + 1)] * v; });
-      } else if constexpr (std::is_same_v<O, R>) {
-        if (o.numel() * 4 > d.numel() || o.dim() > d.dim()) return std::nullopt;
-        const shape_t& s = d.shape();
-        for (std::size_t k = 0; k < o.shape().size(); ++k) {
-          const std::int64_t ok = o.shape()[o.shape().size() - 1 - k];
-          if (ok != 1 && ok != s[s.size() - 1 - k]) return std::nullopt;  // o would grow d (or does not broadcast)
-        }
-        if (!kernels::all_finite(o.data(), o.numel())) return std::nullopt;
-        const shape_t strides = kernels::broadcast_strides(o.shape(), s);
-        const T* po = o.data();
-        if (s.size() == 2 && s[0] == n)  // d is n x n: o's element under (i, i)
-          return diagonal_tensor<T>(
-              s, n, [&, step = strides[0] + strides[1]](std::int64_t i) { return pd[i * (n + 1)] * po[i * step]; });
-        return diagonal_tensor<T>(s, n, [&](std::int64_t i) TOWER_INLINE_LAMBDA {
-          std::int64_t flat = i * (n + 1), at = 0;  // o's element under d's flat position
-          for (std::size_t k = s.size(); k-- > 0;) {
-            at += (flat % s[k]) * strides[k];
-            flat /= s[k];
-          }
-          return pd[i * (n + 1)] * po[at];
-        });
-      } else {
-        return std::nullopt;
-      }
-    }
-  };
-  if (auto r = diagonal(a, b)) return r;
-  return diagonal(b, a);
-}
-}  // namespace detail
-
 namespace detail {
 /// An argument whose VJP takes no input mask: a number, a tw::fixed vector, or a forward-mode dual
 /// of them (the partials scalar_dual's ops and the per-example forms take from the VJP rule with
@@ -266,8 +208,6 @@ inline constexpr bool is_number_value_v = std::is_arithmetic_v<X> || is_fixed_v<
     static constexpr bool symbolic_zero_tangents = true; /* zero_tangent.hpp */                             \
     template <class A, class B>                                                                             \
     TOWER_ALWAYS_INLINE auto base(const A& a, const B& b) const {                                           \
-      if constexpr (std::is_same_v<NAME##_op, mul_op> && (is_tensor_v<A> || is_tensor_v<B>))                \
-        if (auto r = detail::diagonal_product(a, b)) return std::move(*r);                                  \
       return kernels::zip(#NAME, a, b, [](auto x, auto y) TOWER_INLINE_LAMBDA { return KERNEL; });          \
     }                                                                                                       \
     template <class G, class O, class A, class B>                                                           \

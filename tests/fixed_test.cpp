@@ -226,7 +226,7 @@ TEST_CASE("fixed: jacrev, jacfwd and hessian run forward mode on fixed values, a
   require_close(tw::vmap(tw::jacfwd(counted), in)(X), tw::vmap(tw::jacfwd(g))(X), 1e-13);
   CHECK(fixed_calls == B);
   require_close(tw::vmap(tw::jacrev(g), in)(X), tw::vmap(tw::jacrev(g))(X), 1e-13);
-  // Second order (hessian) runs f once per example on elementwise jets (hessian_forward.hpp),
+  // Second order (hessian) runs f once per example on elementwise jets (jacobian_rows.hpp),
   // with the same numbers; its loop compiles the body once, so the last block of 64 may repeat
   // up to 63 examples.
   int jet_calls = 0;

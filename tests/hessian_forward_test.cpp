@@ -54,9 +54,10 @@ tw::tensor<double> fd_hessian(F g, const tw::tensor<double>& x) {
   return tw::tensor<double>({n, n}, h);
 }
 
+/// Whether hessian(f) on these arguments asks jacrev(f) for its Jacobian on jets (jacobian_rows.hpp).
 template <class F, class... A>
 constexpr bool takes_jets() {
-  return tw::detail::hessian_on_jets<tw::jacrev_transform<F, tw::argnums_t<0>>, 0, A...>();
+  return tw::jacrev_transform<F, tw::argnums_t<0>>::template jacobian_rows_ok<0, A...>();
 }
 
 }  // namespace
@@ -128,18 +129,32 @@ TEST_CASE("hessian on fixed: no_grad, constants, argnums and every nesting of ja
   auto two = [](auto a, auto b, auto s) { return s * tw::sum(tw::exp(a * b)) + tw::sum(a * a * b); };
   const tw::tensor<double> yt = sample({N}, -1, 1, 22);
   const vec y = fx(yt);
-  STATIC_REQUIRE(
-      tw::detail::hessian_on_jets<tw::jacrev_transform<decltype(two), tw::argnums_t<1>>, 1, vec, vec, double>());
+  STATIC_REQUIRE(tw::jacrev_transform<decltype(two), tw::argnums_t<1>>::jacobian_rows_ok<1, vec, vec, double>());
+  // The inner transform differentiates another argument than the outer one: forward over forward.
+  STATIC_REQUIRE_FALSE(tw::jacrev_transform<decltype(two), tw::argnums_t<1>>::jacobian_rows_ok<0, vec, vec, double>());
   require_close(tw::to_tensor(tw::hessian(two, tw::argnums<1>)(x, y, 0.5)),
                 tw::hessian(two, tw::argnums<1>)(xt, yt, 0.5), 1e-12);
   require_close(tw::to_tensor(tw::hessian(two, tw::argnums<0>)(x, y, 0.5)),
                 tw::hessian(two, tw::argnums<0>)(xt, yt, 0.5), 1e-12);
 
-  // jacrev(jacrev(f)), jacfwd(jacfwd(f)), jacrev(jacfwd(f)): the same Hessian.
+  // jacrev(jacrev(f)), jacfwd(jacfwd(f)), jacrev(jacfwd(f)), and jacfwd or jacrev of grad(f):
+  // the same Hessian, each computed on jets (the inner transform is asked for its Jacobian).
   const mat h = tw::hessian(f)(x);
-  require_close(tw::to_tensor(mat(tw::jacrev(tw::jacrev(f))(x))), tw::to_tensor(h), 1e-14);
-  require_close(tw::to_tensor(mat(tw::jacfwd(tw::jacfwd(f))(x))), tw::to_tensor(h), 1e-14);
-  require_close(tw::to_tensor(mat(tw::jacrev(tw::jacfwd(f))(x))), tw::to_tensor(h), 1e-14);
+  int jets = 0;
+  auto counted = [&](auto v) {
+    if constexpr (tw::is_elementwise_jet_v<decltype(v)>) ++jets;
+    return f(v);
+  };
+  require_close(tw::to_tensor(mat(tw::jacrev(tw::jacrev(counted))(x))), tw::to_tensor(h), 1e-14);
+  require_close(tw::to_tensor(mat(tw::jacfwd(tw::jacfwd(counted))(x))), tw::to_tensor(h), 1e-14);
+  require_close(tw::to_tensor(mat(tw::jacrev(tw::jacfwd(counted))(x))), tw::to_tensor(h), 1e-14);
+  require_close(tw::to_tensor(mat(tw::jacfwd(tw::grad(counted))(x))), tw::to_tensor(h), 1e-14);
+  require_close(tw::to_tensor(mat(tw::jacrev(tw::grad(counted))(x))), tw::to_tensor(h), 1e-14);
+  CHECK(jets == 5);
+  // grad_and_value and a grad with aux return more than the gradient: forward over forward.
+  STATIC_REQUIRE_FALSE(decltype(tw::grad_and_value(f))::jacobian_rows_ok<0, vec>());
+  require_close(tw::to_tensor(mat(tw::jacfwd([&](auto v) { return std::get<0>(tw::grad_and_value(f)(v)); })(x))),
+                tw::to_tensor(h), 1e-13);
 
   // A function that does not depend on x: zeros. A size-1 vector.
   const mat z = tw::hessian([](auto) { return 3.0; })(x);
@@ -169,6 +184,11 @@ TEST_CASE("hessian on fixed: vmap with fixed_rows runs one jet per example, as t
     for (std::size_t i = 0; i < N * N; ++i)
       CHECK(hf.data()[b * N * N + static_cast<std::int64_t>(i)] == Approx(e[i / N][i % N]).margin(1e-13));
   }
+  // jacfwd(grad(f)) per example: also one jet per example.
+  jets = 0;
+  require_close(tw::vmap(tw::jacfwd(tw::grad(counted)), tw::in_dims(tw::fixed_rows<N>))(X), hf, 1e-13);
+  CHECK(jets >= B);
+  CHECK(jets < B + 64);
   // With a constant argument beside the batched one, and out_dims.
   auto scaled = [](auto v, auto s) { return s * f(v); };
   const tw::tensor<double> hs = tw::vmap(tw::hessian(scaled), tw::in_dims(tw::fixed_rows<N>, tw::none))(X, 2.0);

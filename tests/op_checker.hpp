@@ -663,15 +663,15 @@ void check_fixed(const Row& r, fixed_form<Deep, K...>, unsigned seed) {
     count("fixed grad(grad)");
   }
 
-  // hessian of the loss in each vector argument, on elementwise jets (hessian_forward.hpp),
+  // hessian of the loss in each vector argument, on elementwise jets (jacobian_rows.hpp),
   // against central differences of the tape's gradient; deep: against the tensor path exactly.
   auto hessian_in = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
     constexpr kind kinds_[] = {K...};
     if constexpr (kinds_[I] == kind::vector) {
       using G = decltype(loss_f);
       constexpr bool on_jets = []<std::size_t... J>(std::index_sequence<J...>) {
-        return tower::detail::hessian_on_jets<
-            jacrev_transform<G, argnums_t<static_cast<int>(I)>>, static_cast<int>(I),
+        return jacrev_transform<G, argnums_t<static_cast<int>(I)>>::template jacobian_rows_ok<
+            static_cast<int>(I),
             std::remove_cvref_t<decltype(fixed_arg<kinds_[J]>(std::declval<tensor<double>>()))>...>();
       }(std::make_index_sequence<A>{});
       STATIC_REQUIRE(on_jets);

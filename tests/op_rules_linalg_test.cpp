@@ -3,8 +3,6 @@
 // see tests/op_checker.hpp.
 #include <catch2/catch.hpp>
 
-#include <thread>
-
 #include "tests/op_checker.hpp"
 
 namespace tw = tower;
@@ -186,48 +184,37 @@ TEST_CASE("matmul: diagonal operands (the basis after elementwise ops) give the 
   }
 }
 
-TEST_CASE(
-    "known_diagonal: the identity basis keeps it through products with finite operands, and loses it on a write") {
-  // matmul trusts the mark and skips the zeros of a known_diagonal operand without looking, so
-  // every way to lose the structure must clear it; each case checks the product's numbers too.
+TEST_CASE("matmul with a diagonal operand (the Jacobians' basis): the numbers of a GEMM, with inf, NaN and writes") {
+  // matmul finds a diagonal operand by one pass over it and skips its zeros; skipping is exact only
+  // for finite other operands, and a write off the diagonal must take the full product.
   const std::int64_t n = 9, m = 11;
   const tw::tensor<double> basis = tw::detail::identity_basis<double>(n, {n});
-  REQUIRE(basis.known_diagonal());
   const tw::tensor<double> A = sample({n, m}, -1, 1, 61), d = sample({n}, -1, 1, 62);
   auto product_matches = [&](const tw::tensor<double>& l) {  // l [n, n] as a stack of rows, times A
     const tw::tensor<double> rows = tw::reshape(l, {n, 1, n});
-    REQUIRE(rows.known_diagonal() == l.known_diagonal());  // a reshape shares the storage
     require_same_or_nan(tw::matmul(rows, A), naive_matmul(rows, A));
   };
   const tw::tensor<double> scaled = basis * d, scaled2 = 2.0 * basis;
-  REQUIRE(scaled.known_diagonal());
-  REQUIRE(scaled2.known_diagonal());
   product_matches(scaled);
   product_matches(scaled2);
   // A non-finite factor: 0 * inf is NaN off the diagonal.
   std::vector<double> dv(d.data(), d.data() + n);
   dv[4] = std::numeric_limits<double>::infinity();
   const tw::tensor<double> with_inf = basis * tw::tensor<double>(dv);
-  REQUIRE_FALSE(with_inf.known_diagonal());
   product_matches(with_inf);
-  REQUIRE_FALSE((basis * std::numeric_limits<double>::quiet_NaN()).known_diagonal());
-  // A full operand is not read for the check: the mark is dropped.
-  REQUIRE_FALSE((basis * sample({n, n}, -1, 1, 63)).known_diagonal());
-  // A write clears it, in the written copy only; the shared original keeps its numbers and mark.
+  product_matches(basis * std::numeric_limits<double>::quiet_NaN());
+  product_matches(basis * sample({n, n}, -1, 1, 63));
+  // A write copies shared storage: the shared original keeps its numbers.
   tw::tensor<double> written = scaled;
   written.data()[1] = 0.5;
-  REQUIRE_FALSE(written.known_diagonal());
-  REQUIRE(scaled.known_diagonal());
   REQUIRE(scaled.data()[1] == 0.0);
   product_matches(written);
   product_matches(scaled);
   tw::tensor<double> alone = basis * d;  // not shared: written in place
   alone(2, 7) = -1.5;
-  REQUIRE_FALSE(alone.known_diagonal());
   product_matches(alone);
   // jacfwd's layout: one matrix times the basis as a stack of columns.
   const tw::tensor<double> W = sample({m, n}, -1, 1, 64), cols = tw::reshape(scaled, {n, n, 1});
-  REQUIRE(cols.known_diagonal());
   require_same_or_nan(tw::matmul(W, cols), naive_matmul(W, cols));
   // jacfwd with the batch last: a matrix times the basis, or a scaled basis, as one matrix (the
   // identity returns W itself, a scaled one scales W's columns); with inf or NaN in W, a GEMM.
@@ -244,87 +231,6 @@ TEST_CASE(
   require_same_or_nan(tw::matmul(W_bad, basis), one_product(W_bad, basis));
   require_same_or_nan(tw::matmul(W_bad, scaled), one_product(W_bad, scaled));
   REQUIRE(std::isnan(tw::matmul(W_bad, basis)(3, 0)));
-}
-
-TEST_CASE("known_diagonal times a finite operand: the product's numbers and its mark, whatever the broadcast") {
-  const std::int64_t n = 9;
-  const tw::tensor<double> basis = tw::detail::identity_basis<double>(n, {n});
-  const tw::tensor<double> scaled = basis * sample({n}, -2, 2, 70);  // a diagonal that is not all ones
-  for (const tw::tensor<double>& d : {basis, scaled}) {
-    for (const tw::shape_t& s : {tw::shape_t{n}, tw::shape_t{1, n}, tw::shape_t{n, 1}, tw::shape_t{}, tw::shape_t{1}}) {
-      const tw::tensor<double> o = sample(s, -1, 1, 71);
-      INFO("other of shape " << tw::detail::shape_str(s));
-      // Dense reference: each element by the broadcast rule.
-      const auto at = [&](std::int64_t i, std::int64_t j) {
-        if (s.size() == 2) return o(s[0] == 1 ? 0 : i, s[1] == 1 ? 0 : j);
-        if (s.size() == 1) return o.data()[s[0] == 1 ? 0 : j];
-        return o.item();
-      };
-      for (const tw::tensor<double>& r : {d * o, o * d}) {
-        REQUIRE(r.shape() == d.shape());
-        REQUIRE(r.known_diagonal());
-        for (std::int64_t i = 0; i < n; ++i)
-          for (std::int64_t j = 0; j < n; ++j) REQUIRE(r(i, j) == d(i, j) * at(i, j));
-      }
-    }
-    const tw::tensor<double> by_number = d * -1.5;
-    REQUIRE(by_number.known_diagonal());
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t j = 0; j < n; ++j) REQUIRE(by_number(i, j) == d(i, j) * -1.5);
-  }
-}
-
-TEST_CASE("known_diagonal products write only the diagonal: live results keep their numbers, on every thread") {
-  // The product's storage comes from a slot per thread whose zeros are written once
-  // (detail::diagonal_tensor); a result still alive must never be handed out again.
-  const std::int64_t n = 12;
-  const tw::tensor<double> basis = tw::detail::identity_basis<double>(n, {n});
-  auto check = [&](const tw::tensor<double>& r, const tw::tensor<double>& c) {  // r == diag(c)
-    REQUIRE(r.known_diagonal());
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t j = 0; j < n; ++j) REQUIRE(r(i, j) == (i == j ? c(i) : 0.0));
-  };
-  auto run = [&](unsigned seed) {
-    std::vector<tw::tensor<double>> cs, live;
-    for (unsigned k = 0; k < 6; ++k) {
-      cs.push_back(sample({n}, -2, 2, seed + k));
-      live.push_back(basis * cs.back());  // six alive at once: six buffers
-    }
-    for (unsigned k = 0; k < 6; ++k) check(live[k], cs[k]);
-    for (unsigned k = 0; k < 20; ++k) {  // each freed before the next: the slot's buffer again
-      const tw::tensor<double> c = sample({n}, -2, 2, seed + 100 + k);
-      tw::tensor<double> r = c * basis;
-      check(r, c);
-      r(k % n, (k + 1) % n) = 7.0;  // a write copies (the slot shares the storage) ...
-      REQUIRE(r(k % n, (k + 1) % n) == 7.0);
-    }
-    const tw::tensor<double> c = sample({n}, -2, 2, seed + 200);
-    check(basis * c, c);  // ... so the slot's zeros are still zeros
-    for (unsigned k = 0; k < 6; ++k) check(live[k], cs[k]);
-    // Another size, then this one again (the slot keeps the last size asked for).
-    const tw::tensor<double> small = tw::detail::identity_basis<double>(3, {3}) * 2.0;
-    REQUIRE(small(1, 1) == 2.0);
-    REQUIRE(small(0, 1) == 0.0);
-    check(basis * c, c);
-  };
-  run(300);
-  std::thread a(run, 400u), b(run, 500u);
-  a.join();
-  b.join();
-  // d of rank 3 ([n, n, 1], n * n elements) times o [n, 1]: the general index path.
-  const tw::tensor<double> cube = tw::reshape(basis * sample({n}, -1, 1, 80), {n, n, 1});
-  REQUIRE(cube.known_diagonal());
-  const tw::tensor<double> o = sample({n, 1}, -1, 1, 81);
-  const tw::tensor<double> r = cube * o;
-  REQUIRE(r.shape() == tw::shape_t{n, n, 1});
-  REQUIRE(r.known_diagonal());
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < n; ++j) REQUIRE(r(i, j, 0) == cube(i, j, 0) * o(j, 0));
-  // An operand that would grow d's shape takes the full product, unmarked.
-  const tw::tensor<double> grown = basis * sample({2, 1, 1}, -1, 1, 82);
-  REQUIRE(grown.shape() == tw::shape_t{2, n, n});
-  REQUIRE_FALSE(grown.known_diagonal());
-  for (std::int64_t i = 0; i < n; ++i) REQUIRE(grown(1, i, (i + 1) % n) == 0.0);
 }
 
 TEST_CASE("jacrev and jacfwd of tanh(A x), 64 x 64 (sparse products of the identity basis), both paths") {

@@ -150,13 +150,11 @@ bool diagonal_right_product(const T* l, std::int64_t rows, std::int64_t k, const
 /// diag(d) A; jacfwd: A e_j), where a GEMM multiplies by zeros almost only. Skipping a zero is
 /// exact only where 0 * r is 0, hence finite r.
 template <class T>
-void product_into(const T* l, std::int64_t rows, std::int64_t k, const T* r, std::int64_t m, bool r_transposed, T* out,
-                  bool l_known_diagonal = false) {
-  // A diagonal l (the basis after elementwise ops): one scaled row of r per row of l. Known
-  // (tensor::known_diagonal) or found by one pass over l.
-  if (rows == k && m >= 8 && k >= 8 && (l_known_diagonal || is_diagonal(l, k)) &&
-      diagonal_product(l, k, r, m, r_transposed, out))
-    return;
+void product_into(const T* l, std::int64_t rows, std::int64_t k, const T* r, std::int64_t m, bool r_transposed,
+                  T* out) {
+  // A diagonal l (the basis after elementwise ops), found by one pass over l: one scaled row of r
+  // per row of l.
+  if (rows == k && m >= 8 && k >= 8 && is_diagonal(l, k) && diagonal_product(l, k, r, m, r_transposed, out)) return;
   thread_local std::vector<std::int64_t> pos;  // positions, up to n / 8 of them: not a shape
   if (m >= 8 && rows * k >= 64 && sparse_positions(l, rows * k, pos) && all_finite(r, k * m)) {
     // pos ascends, so rows come in order: a row's first nonzero writes it, later ones add to it,
@@ -205,22 +203,21 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
   const std::int64_t count = numel_of(s);
   s.push_back(n);
   s.push_back(m);
-  // a times the identity (jacfwd's basis with its batch last): a itself, shared, if a is finite
-  // (a GEMM's 0 * inf would be NaN).
-  if (count == 1 && a.dim() == 2 && b.dim() == 2 && k == m && b.known_diagonal() && is_unit_diagonal(b.data(), k) &&
-      all_finite(a.data(), a.numel()))
-    return a;
+  // A diagonal b (jacfwd's basis with its batch last, found by one pass over b; a dense b fails on
+  // its first entries off the diagonal): a itself, shared, for the identity, else a with its
+  // columns scaled; either only if a is finite (a GEMM's 0 * inf would be NaN).
+  const bool b_diagonal = count == 1 && a.dim() == 2 && b.dim() == 2 && k == m && k >= 8 && is_diagonal(b.data(), k);
+  if (b_diagonal && is_unit_diagonal(b.data(), k) && all_finite(a.data(), a.numel())) return a;
   buffer<T> out(static_cast<std::size_t>(count * n * m));
   // One GEMM for the whole stack when one side is a single matrix (vmap's batching rule against
   // an unbatched weight, and its VJP/JVP): a stack of [n, k] matrices is one [count * n, k]
   // matrix, and a stack of [k] columns is one [count, k] matrix. Per-matrix products only when
   // both sides vary along the stack.
   if (count > 1 && bb.empty() && numel_of(ab) == count) {
-    product_into(a.data(), count * n, k, b.data(), m, false, out.data(), a.known_diagonal());
+    product_into(a.data(), count * n, k, b.data(), m, false, out.data());
   } else if (count > 1 && ab.empty() && numel_of(bb) == count && m == 1) {
-    product_into(b.data(), count, k, a.data(), n, true, out.data(), b.known_diagonal());
-  } else if (count == 1 && k == m && b.known_diagonal() &&
-             diagonal_right_product(a.data(), n, k, b.data(), out.data())) {
+    product_into(b.data(), count, k, a.data(), n, true, out.data());
+  } else if (b_diagonal && diagonal_right_product(a.data(), n, k, b.data(), out.data())) {
     // a times a diagonal b: a with its columns scaled
   } else {
     for_each_matrix_pair("matmul", a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {

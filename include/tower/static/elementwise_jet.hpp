@@ -1,5 +1,5 @@
 #pragma once
-// elementwise_jet<T, N>: what f sees as x when hessian runs on a tw::fixed<T, N> (hessian_forward.hpp).
+// elementwise_jet<T, N>: what f sees as x when hessian runs on a tw::fixed<T, N> (jacobian_rows.hpp).
 //
 // Forward over forward mode carries, for every element of every value, the n first and n^2 second
 // derivatives: on R^8, x * x alone costs 8 x 81 numbers. But as long as a value is x through

@@ -1,6 +1,6 @@
 #pragma once
 // jet2<T, N>: a number with its gradient and Hessian along N inputs, the dense value of a
-// per-example Hessian (hessian_forward.hpp, elementwise_jet.hpp).
+// per-example Hessian (transforms/static/jacobian_rows.hpp, elementwise_jet.hpp).
 //
 // An op on jet2 values gets its own first and second partial derivatives by running once on
 // hyper-dual numbers (scalar_dual<scalar_dual<T, C>, C>, C = the number of jet2 arguments: the

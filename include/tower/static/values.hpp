@@ -316,8 +316,7 @@ shape_t shape(const X& x) {
 
 namespace detail {
 /// x with its batch in dim 0: x itself, or a batch_last value's physical value with its last
-/// dim moved first (a transpose). A known_diagonal [s, B] value with B * B elements (jacfwd's
-/// basis, scaled or not) is its own transpose: the same storage under the new shape.
+/// dim moved first (a transpose).
 template <class P, int L>
 batched<P, L> batch_first(const batched<P, L>& x) {
   if constexpr (is_tensor_v<P>) {
@@ -326,11 +325,6 @@ batched<P, L> batch_first(const batched<P, L>& x) {
       shape_t perm(r);
       perm[0] = static_cast<std::int64_t>(r) - 1;
       for (std::size_t k = 1; k < r; ++k) perm[k] = static_cast<std::int64_t>(k) - 1;
-      if (x.value.known_diagonal() && x.batch_size * x.batch_size == x.value.numel()) {
-        shape_t s(r);
-        for (std::size_t k = 0; k < r; ++k) s[k] = x.value.shape()[static_cast<std::size_t>(perm[k])];
-        return {x.value.with_shape(std::move(s)), x.batch_size, x.serial};
-      }
       return {kernels::permute(x.value, std::move(perm)), x.batch_size, x.serial};
     }
   }

@@ -149,10 +149,6 @@ template <class T>
 class tensor;
 namespace detail {
 template <class T>
-void mark_diagonal(tensor<T>& t) noexcept;
-template <class T, class D>
-tensor<T> diagonal_tensor(shape_t s, std::int64_t n, D diagonal);
-template <class T>
 tensor<T> leading_rows(const tensor<T>& t, std::int64_t start, std::int64_t len);
 }  // namespace detail
 
@@ -205,21 +201,14 @@ class tensor {
   std::int64_t size(std::int64_t d) const { return shape_.at(static_cast<std::size_t>(normalize_dim(d, dim()))); }
 
   const T* data() const { return data_->data() + offset_; }
-  /// Mutable access copies the storage first if another tensor shares it (and forgets that the
-  /// elements were known_diagonal()).
+  /// Mutable access copies the storage first if another tensor shares it.
   T* data() {
     if (data_.use_count() > 1) {
       data_ = std::make_shared<buffer<T>>(copy_buffer(data_->data() + offset_, static_cast<std::size_t>(numel_)));
       offset_ = 0;
     }
-    diagonal_ = false;
     return data_->data() + offset_;
   }
-  /// Whether the elements, read as an n x n matrix (n * n = numel()), are known to be zero off
-  /// the diagonal: a structure the Jacobian transforms' identity basis carries through
-  /// elementwise products, so matmul skips its zeros without scanning for them. false says
-  /// nothing. Only tower's kernels mark a tensor (detail::mark_diagonal); mutable access clears it.
-  bool known_diagonal() const noexcept { return diagonal_; }
   /// A copy of the elements, row-major (data() and numel() read them without copying).
   std::vector<T> values() const { return std::vector<T>(data(), data() + numel_); }
 
@@ -301,10 +290,6 @@ class tensor {
   }
 
   template <class U>
-  friend void detail::mark_diagonal(tensor<U>&) noexcept;
-  template <class U, class D>
-  friend tensor<U> detail::diagonal_tensor(shape_t, std::int64_t, D);
-  template <class U>
   friend tensor<U> detail::leading_rows(const tensor<U>&, std::int64_t, std::int64_t);
   tensor(shape_t s, std::shared_ptr<buffer<T>> data, std::int64_t offset, std::int64_t n)
       : shape_(std::move(s)), data_(std::move(data)), offset_(offset), numel_(n) {}
@@ -315,37 +300,9 @@ class tensor {
   // made by detail::leading_rows.
   std::int64_t offset_ = 0;
   std::int64_t numel_ = 0;
-  bool diagonal_ = false;
 };
 
 namespace detail {
-/// Marks t known_diagonal(): its caller knows every entry off the diagonal of t, read as an
-/// n x n matrix, is +0 or -0.
-template <class T>
-void mark_diagonal(tensor<T>& t) noexcept {
-  const auto n = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(t.numel()))));
-  t.diagonal_ = n * n == t.numel();
-}
-
-/// A tensor of shape s (n * n elements, read as an n x n matrix) with diagonal(i) at (i, i) and
-/// +0 everywhere else, marked known_diagonal: a product whose operand is known diagonal writes
-/// n numbers instead of n * n. The storage comes from a slot per thread and element type: its
-/// zeros are written once, when the slot's buffer is made, and the buffer is handed out again
-/// when no tensor shares it any more. Nothing can have written it in between, since a tensor's
-/// mutable access copies storage that is shared (here, with the slot). The slot keeps one
-/// buffer, of the last size asked for.
-template <class T, class D>
-tensor<T> diagonal_tensor(shape_t s, std::int64_t n, D diagonal) {
-  const auto size = static_cast<std::size_t>(n * n);
-  thread_local std::shared_ptr<buffer<T>> slot;
-  if (!slot || slot.use_count() > 1 || slot->size() != size) slot = std::make_shared<buffer<T>>(size, T(0));
-  T* p = slot->data();
-  for (std::int64_t i = 0; i < n; ++i) p[i * (n + 1)] = diagonal(i);
-  tensor<T> r(std::move(s), slot, 0, static_cast<std::int64_t>(size));
-  r.diagonal_ = true;
-  return r;
-}
-
 /// Rows [start, start + len) of t along dim 0, sharing t's storage (no copy; writing to either
 /// copies first, as for any shared storage). The caller checks the range.
 template <class T>

@@ -27,6 +27,7 @@
 #include "tower/core/transform_options.hpp"
 #include "tower/core/runtime_function.hpp"
 #include "tower/transforms/runtime/transforms.hpp"
+#include "tower/transforms/static/jacobian_rows.hpp"
 #include "tower/transforms/static/level.hpp"
 
 namespace tower {
@@ -267,6 +268,18 @@ struct grad_transform<F, argnums_t<I...>, HasAux, WithValue, Floor> {
     else if constexpr (WithValue) return std::make_tuple(std::move(grads), primal());
     else if constexpr (HasAux) return std::make_tuple(std::move(grads), aux(result));
     else return grads;
+  }
+
+  /// The Jacobian in argument K of the gradient (a Hessian), when f runs on jets
+  /// (jacobian_rows.hpp: the outer transform of jacfwd(grad(f)) asks).
+  template <int K, class... A>
+  static constexpr bool jacobian_rows_ok() {
+    if constexpr (HasAux || WithValue || sizeof...(I) != 1 || ((I != K) || ...)) return false;
+    else return detail::rows_on_jets<F, K>::template ok<A...>();
+  }
+  template <int K, class... A>
+  TOWER_ALWAYS_INLINE auto jacobian_rows(const A&... a) const {
+    return detail::rows_on_jets<F, K>::run(f, a...);
   }
 
  private:

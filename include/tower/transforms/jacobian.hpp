@@ -23,7 +23,7 @@
 #include "dsl/shape_ops.hpp"
 #include "tower/core/force_inline.hpp"
 #include "tower/transforms/grad.hpp"
-#include "tower/transforms/static/hessian_forward.hpp"
+#include "tower/transforms/static/jacobian_rows.hpp"
 #include "tower/transforms/jvp.hpp"
 #include "tower/static/diagnostics.hpp"
 #include "tower/tensor/kept_tensors.hpp"
@@ -194,7 +194,8 @@ bool empty_batch_leaf(const X& x) {
   }
 }
 
-/// The basis jacrev and jacfwd push through f: [n] + s, row i = e_i, marked known_diagonal. Kept
+/// The basis jacrev and jacfwd push through f: [n] + s, row i = e_i (the kernels find its zeros:
+/// kernels/linalg.hpp's product_into). Kept
 /// per thread and shared (kept_tensors.hpp): a Jacobian in a loop (Newton's method) asks for the
 /// same basis every iteration (building it was 3% of jacrev on a 64 x 64 map).
 template <class T>
@@ -203,9 +204,7 @@ tensor<T> identity_basis(std::int64_t n, shape_t s) {
   return kept_per_thread<T>(s, [&] {
     buffer<T> e(static_cast<std::size_t>(n * n), T(0));
     for (std::int64_t i = 0; i < n; ++i) e[static_cast<std::size_t>(i * n + i)] = T(1);
-    tensor<T> basis(s, std::move(e));
-    mark_diagonal(basis);
-    return basis;
+    return tensor<T>(s, std::move(e));
   });
 }
 
@@ -317,6 +316,14 @@ struct forward_jacobian {
         a...);
   }
 
+  /// Whether F computes its own result's Jacobian in argument K (jacobian_rows.hpp): then that
+  /// is this transform's result, and no seed is made here.
+  template <class... A>
+  static constexpr bool asks_rows() {
+    if constexpr (requires { F::template jacobian_rows_ok<K, A...>(); }) return F::template jacobian_rows_ok<K, A...>();
+    else return false;
+  }
+
   template <class... A>
   static auto call(const F& f, const A&... a) {
     return [&]<std::size_t... J>(std::index_sequence<J...>) {
@@ -326,7 +333,7 @@ struct forward_jacobian {
 
   template <class... A>
   static constexpr bool ok() {
-    if constexpr (hessian_on_jets<F, K, A...>()) {
+    if constexpr (asks_rows<A...>()) {
       return true;
     } else if constexpr (K < 0 || K >= static_cast<int>(sizeof...(A))) {
       return false;
@@ -360,8 +367,7 @@ struct forward_jacobian {
 
   template <class... A>
   static auto run(const F& f, bool prev, const A&... a) {
-    if constexpr (hessian_on_jets<F, K, A...>())
-      return hessian_forward<typename hessian_of<F, K>::type, K>::run(f.f, a...);
+    if constexpr (asks_rows<A...>()) return f.template jacobian_rows<K>(a...);
     else return run_nested(f, prev, a...);
   }
 
@@ -554,11 +560,23 @@ struct jacobian_entry {
     if constexpr (sizeof...(I) != 1) return false;
     else return forward_jacobian<F, I...>::template ok<A...>();
   }
-  /// Whether the forward path computes a Hessian on elementwise_jets (hessian_forward.hpp).
+  /// Whether the forward path asks f for its derivative along the differentiated argument's
+  /// identity directions (jacobian_rows.hpp): a second-order transform that runs on jets.
   template <class... A>
-  static constexpr bool on_jets() {
+  static constexpr bool asks_rows() {
     if constexpr (sizeof...(I) != 1) return false;
-    else return hessian_on_jets<F, I..., A...>();
+    else return forward_jacobian<F, I...>::template asks_rows<A...>();
+  }
+  /// The Jacobian in argument K of this transform's result (the gradient of a scalar f: a
+  /// Hessian), when f runs on jets (jacobian_rows.hpp: the outer transform of a Hessian asks).
+  template <int K, class... A>
+  static constexpr bool jacobian_rows_ok() {
+    if constexpr (sizeof...(I) != 1 || ((I != K) || ...)) return false;
+    else return detail::rows_on_jets<F, K>::template ok<A...>();
+  }
+  template <int K, class... A>
+  TOWER_ALWAYS_INLINE auto jacobian_rows(const A&... a) const {
+    return detail::rows_on_jets<F, K>::run(static_cast<const Derived&>(*this).f, a...);
   }
   /// The forward path with grad mode on; `prev` is the mode outside (vmap's fused loop sets it once).
   template <class... A>

@@ -100,12 +100,12 @@ constexpr bool first_order() {
   else return !requires { std::remove_cvref_t<decltype(std::declval<const F&>().f)>::forward_path; };
 }
 
-/// Second order takes this path only as a Hessian on elementwise_jets (hessian_forward.hpp):
-/// forward over forward mode per example carries n + n^2 derivatives on every element through
-/// every op, slower than batching rules on R^8 and minutes to compile.
+/// Second order takes this path only on elementwise_jets (jacobian_rows.hpp): forward over
+/// forward mode per example carries n + n^2 derivatives on every element through every op,
+/// slower than batching rules on R^8 and minutes to compile.
 template <class F, class... E>
 constexpr bool second_order_on_jets() {
-  if constexpr (requires { F::template on_jets<E...>(); }) return F::template on_jets<E...>();
+  if constexpr (requires { F::template asks_rows<E...>(); }) return F::template asks_rows<E...>();
   else return false;
 }
 

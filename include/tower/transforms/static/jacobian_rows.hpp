@@ -1,17 +1,21 @@
 #pragma once
-// hessian(f) = jacfwd(jacrev(f)) (or jacrev / jacfwd of jacrev / jacfwd) on a tw::fixed<T, n>
-// argument: f runs once on an elementwise_jet (elementwise_jet.hpp) and the Hessian is read off
-// its result, instead of forward over forward mode with n + n^2 derivatives on every element.
+// The gradient of f on a tw::fixed<T, n> argument, differentiated along the identity directions
+// of that argument: what the outer transform of a Hessian (jacfwd(jacrev(f)), jacrev(grad(f)),
+// hessian(f), ...) asks its function for. f runs once on an elementwise_jet (elementwise_jet.hpp)
+// instead of forward over forward mode with n + n^2 derivatives on every element.
 //
 //   tw::fixed<double, 8> x = ...;
 //   tw::fixed<tw::fixed<double, 8>, 8> H = tw::hessian(f)(x);
 //   auto Hs = tw::vmap(tw::hessian(f), tw::in_dims(tw::fixed_rows<8>))(X);   // X: [B, 8] -> [B, 8, 8]
 //
-// Taken when f is a plain function (not a transform, not type-erased) that returns a number of
-// x's floating type or the dense second-order value, the outer and inner transforms differentiate
-// the same argument, and every argument is a number or a fixed of numbers (the transform is not
-// nested in another tape-free one). Otherwise forward over forward runs as before. Both give the
-// same numbers up to rounding (tests/hessian_forward_test.cpp).
+// A protocol between two tape-free transforms, not a recognised composition: forward_jacobian
+// (the outer one) asks its function F for `jacobian_rows_ok<K, A...>()`; a first-order transform
+// of one argument (jacrev, jacfwd, grad) says yes when it differentiates that same argument K, f
+// is a plain function (not a transform, not type-erased) that returns a number of x's floating
+// type or the dense second-order value, and every argument is a number or a fixed of numbers (the
+// outer transform is not nested in another tape-free one). It then returns the Jacobian of its own
+// result in argument K, which is the outer transform's result. Otherwise forward over forward
+// runs. Both give the same numbers up to rounding (tests/hessian_forward_test.cpp).
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
@@ -27,27 +31,7 @@
 
 namespace tower {
 
-template <class F, class A>
-struct jacrev_transform;  // jacobian.hpp
-template <class F, class A>
-struct jacfwd_transform;
-
 namespace detail {
-
-/// The function whose Hessian a first-order Jacobian transform F of argument K computes, as
-/// std::type_identity, or void when F is not one (F: jacrev / jacfwd of that argument).
-template <class F, int K>
-struct hessian_of {
-  using type = void;
-};
-template <class G, int K>
-struct hessian_of<jacrev_transform<G, argnums_t<K>>, K> {
-  using type = G;
-};
-template <class G, int K>
-struct hessian_of<jacfwd_transform<G, argnums_t<K>>, K> {
-  using type = G;
-};
 
 /// Argument J of a... for a transform of argument K: a_J itself, or seed(a_K) when J == K.
 template <int K, std::size_t J, class Seed, class... A>
@@ -58,7 +42,7 @@ TOWER_ALWAYS_INLINE decltype(auto) seeded_arg(const Seed& seed, const A&... a) {
 }
 
 template <class G, int K>
-struct hessian_forward {
+struct rows_on_jets {
   template <class... A>
   using arg_t = std::remove_cvref_t<std::tuple_element_t<static_cast<std::size_t>(K), std::tuple<A...>>>;
 
@@ -113,7 +97,8 @@ struct hessian_forward {
     }
   }
 
-  /// The Hessian as fixed<fixed<T, n>, n>: row k is the derivative of df/dx_k.
+  /// The Jacobian of g's gradient in argument K, as fixed<fixed<T, n>, n>: row j is the
+  /// derivative of dg/dx_j.
   template <class... A>
   static TOWER_ALWAYS_INLINE auto run(const G& g, const A&... a) {
     using X = arg_t<A...>;
@@ -121,22 +106,14 @@ struct hessian_forward {
     const auto out = call(g, a...);
     constexpr std::size_t n = static_cast<std::size_t>(X::size);
     fixed<X, X::size> h;  // a loop, not fixeds::generate: n^2 instantiations per size cost compile time
-    for (std::size_t k = 0; k < n; ++k)
-      for (std::size_t j = 0; j < n; ++j) {
-        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(out)>, T>) h[k][j] = T(0);
-        else h[k][j] = out.h[k * n + j];
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t k = 0; k < n; ++k) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(out)>, T>) h[j][k] = T(0);
+        else h[j][k] = out.h[j * n + k];
       }
     return h;
   }
 };
-
-/// Whether forward_jacobian<F, K> on these arguments is a Hessian this path computes.
-template <class F, int K, class... A>
-constexpr bool hessian_on_jets() {
-  using G = typename hessian_of<F, K>::type;
-  if constexpr (std::is_void_v<G>) return false;
-  else return hessian_forward<G, K>::template ok<A...>();
-}
 
 }  // namespace detail
 }  // namespace tower
