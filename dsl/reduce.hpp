@@ -101,21 +101,6 @@ struct fixed_rule<sum_op> {
   }
 };
 
-/// The sum of all elements of an elementwise_jet: gradient and diagonal Hessian straight from
-/// the elements. Other sums run on the dense elements (and report what fixed values do not take).
-template <>
-struct jet_rule<sum_op> {
-  template <class X>
-  TOWER_ALWAYS_INLINE static auto run(const sum_op& op, const X& x) {
-    if constexpr (!is_elementwise_jet_v<X>) {
-      return dual_unsupported{};
-    } else {
-      if ((op.all || (op.dims.size() == 1 && (op.dims[0] == 0 || op.dims[0] == -1))) && !op.keepdim)
-        return jets::total(x);
-      return call_op(op, jets::dense_if_jet(x));
-    }
-  }
-};
 }  // namespace detail
 
 /// Sum of all elements (a scalar: rank 0).

@@ -42,6 +42,15 @@ inline constexpr bool is_elementwise_v = [] {
   else return false;
 }();
 
+/// An op linear in its single operand (`static constexpr bool linear = true;`), whose base kernel
+/// takes a tensor<double>: the runtime's fused program probes it with one-hot inputs, and on
+/// elementwise jets a linear reduction reads its weights off unit vectors.
+template <class Op>
+inline constexpr bool is_linear_v = [] {
+  if constexpr (requires { Op::linear; }) return static_cast<bool>(Op::linear);
+  else return false;
+}();
+
 template <class Op, class... A>
 inline constexpr bool has_base_kernel_v = requires(const Op& op, const A&... a) { op.base(a...); };
 

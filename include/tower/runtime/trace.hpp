@@ -32,13 +32,6 @@ inline constexpr bool is_shape_only_v = [] {
   else return false;
 }();
 
-/// An op linear in its single operand, whose base kernel takes a tensor<double>.
-template <class Op>
-inline constexpr bool is_linear_v = [] {
-  if constexpr (requires { Op::linear; }) return static_cast<bool>(Op::linear);
-  else return false;
-}();
-
 }  // namespace tower
 
 namespace tower::runtime {

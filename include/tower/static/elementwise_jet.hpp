@@ -82,11 +82,6 @@ struct elementwise_jet {
 
 namespace detail {
 
-/// An op's rule for elementwise_jet arguments, when it has a better one than the dense values'
-/// (sum in reduce.hpp): run(op, a...) gives the result.
-template <class Op>
-struct jet_rule {};
-
 namespace jets {
 
 /// x's elements as dense values (a fixed of them); anything else as it is.
@@ -100,30 +95,6 @@ TOWER_ALWAYS_INLINE auto dense_if_jet(const X& x) {
   } else {
     return x;
   }
-}
-
-/// The sum of all elements: gradient d_i, Hessian diag(d2_i).
-template <class T, int N>
-TOWER_ALWAYS_INLINE dense_t<T, N> total(const elementwise_jet<T, N>& x) {
-  constexpr std::size_t n = static_cast<std::size_t>(N);
-  dense_t<T, N> r;
-  r.v = fixeds::tree_sum<0, n>([&](auto i) TOWER_INLINE_LAMBDA { return x.e.v[decltype(i)::value]; });
-  const bool on = is_grad_enabled();  // under tw::no_grad, a constant (as a sum of the elements is)
-  if (on) {
-    // Whole rows written at once (a select per row), not a zero fill and then scalar stores on
-    // the diagonal, which the next op's vector loads of those rows would stall on.
-    r.g = x.e.g;
-    [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {  // row K: a constant mask of x.e.h
-      auto row = [&](std::size_t k) TOWER_INLINE_LAMBDA {
-        for (std::size_t j = 0; j < n; ++j) r.h[k * n + j] = j == k ? x.e.h[j] : T(0);
-      };
-      (row(K), ...);
-    }(std::make_index_sequence<n>{});
-  } else {
-    r.g.fill(T(0));
-    r.h.fill(T(0));
-  }
-  return r;
 }
 
 /// Whether an argument lines up element by element with jets J: J itself, a number, or a
@@ -183,15 +154,59 @@ TOWER_ALWAYS_INLINE auto on_lanes(const Op& op, const A&... a) {
     return call_op(op, dense_if_jet(a)...);
   }
 }
+
+/// Whether op on jets a... is a linear op whose value on the elements is one number.
+template <class Op, class... A>
+constexpr bool is_linear_reduction() {
+  if constexpr (sizeof...(A) != 1 || !is_linear_v<Op>) {
+    return false;
+  } else {
+    using J = typename first_jet<A...>::type;
+    using T = typename J::scalar_type;
+    return std::is_same_v<decltype(call_op(std::declval<const Op&>(), std::declval<const fixed<T, J::size>&>())), T>;
+  }
+}
+
+/// A linear op whose value on the elements is one number (a reduction: sum), out = sum_i w_i x_i:
+/// gradient w_i d_i and Hessian diag(w_i d2_i), each weight w_i the op on the unit vector e_i (a
+/// constant the compiler folds: for sum, the gradient is the elements' first derivatives).
+template <class Op, class J>
+TOWER_ALWAYS_INLINE auto linear_reduction(const Op& op, const J& x) {
+  using T = typename J::scalar_type;
+  using V = fixed<T, J::size>;
+  constexpr std::size_t n = static_cast<std::size_t>(J::size);
+  dense_t<T, J::size> r;
+  r.v = call_op(op, V{x.e.v});
+  const bool on = is_grad_enabled();  // under tw::no_grad, a constant (as a sum of the elements is)
+  if (on) {
+    // Whole rows written at once (a select per row), not a zero fill and then scalar stores on
+    // the diagonal, which the next op's vector loads of those rows would stall on.
+    [&]<std::size_t... K>(std::index_sequence<K...>) TOWER_INLINE_LAMBDA {
+      auto row = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) TOWER_INLINE_LAMBDA {
+        V unit;
+        unit.e.fill(T(0));
+        unit.e[k] = T(1);
+        const T w = call_op(op, unit);
+        r.g[k] = w * x.e.g[k];
+        for (std::size_t j = 0; j < n; ++j) r.h[k * n + j] = j == k ? w * x.e.h[j] : T(0);
+      };
+      (row(std::integral_constant<std::size_t, K>{}), ...);
+    }(std::make_index_sequence<n>{});
+  } else {
+    r.g.fill(T(0));
+    r.h.fill(T(0));
+  }
+  return r;
+}
 }  // namespace jets
 
-/// An op with an elementwise_jet argument (call_op routes here): the op's jet_rule if it has one,
-/// on all elements at once if it is elementwise, else on dense values.
+/// An op with an elementwise_jet argument (call_op routes here): on all elements at once if it is
+/// elementwise, from its weights if it is a linear reduction, else on dense values.
 template <class Op, class... A>
 TOWER_ALWAYS_INLINE auto jet_call(const Op& op, const A&... a) {
   using J = typename jets::first_jet<A...>::type;
-  if constexpr (requires { jet_rule<Op>::run(op, a...); }) {
-    return jet_rule<Op>::run(op, a...);
+  if constexpr (jets::is_linear_reduction<Op, A...>()) {
+    return jets::linear_reduction(op, a...);
   } else if constexpr (is_elementwise_v<Op> && (jets::aligned<A, J>() && ...)) {
     return jets::on_lanes<J>(op, a...);
   } else {
