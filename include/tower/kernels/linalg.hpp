@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -60,24 +61,38 @@ bool sparse_positions(const T* p, std::int64_t n, std::vector<std::int64_t>& pos
 
 /// Whether the n x n matrix at p is diagonal: every entry off the diagonal is +0 or -0. The
 /// entries off the diagonal are n - 1 runs of n, each between two diagonal entries; their bit
-/// patterns are ORed without a branch (so the loop vectorises and costs one pass of loads) and
-/// the sign bit cleared at the end. A dense matrix fails on its first two off-diagonal entries.
+/// patterns are ORed without a branch, in four vectors of 32 bytes (GCC's and clang's vector
+/// extension: an array of scalar accumulators vectorised under g++ only with AVX-512, and never
+/// under clang), and the sign bit cleared at the end. A dense matrix fails on its first two
+/// off-diagonal entries.
 template <class T>
 bool is_diagonal(const T* p, std::int64_t n) {
   using U = bits_of<T>;
   constexpr U magnitude = static_cast<U>(~(U(1) << (8 * sizeof(T) - 1)));
   if (n > 1 && ((std::bit_cast<U>(p[1]) | std::bit_cast<U>(p[n])) & magnitude)) return false;
-  U acc[16] = {};
+  typedef U lanes __attribute__((vector_size(32)));
+  constexpr std::int64_t L = 32 / sizeof(U);
+  lanes a0 = {}, a1 = {}, a2 = {}, a3 = {};
+  U rest = 0;
   for (std::int64_t i = 0; i + 1 < n; ++i) {
     const T* run = p + i * (n + 1) + 1;
     std::int64_t j = 0;
-    for (; j + 16 <= n; j += 16)
-      for (int u = 0; u < 16; ++u) acc[u] |= std::bit_cast<U>(run[j + u]);
-    for (; j < n; ++j) acc[0] |= std::bit_cast<U>(run[j]);
+    for (; j + 4 * L <= n; j += 4 * L) {
+      lanes v0, v1, v2, v3;
+      std::memcpy(&v0, run + j, sizeof v0);
+      std::memcpy(&v1, run + j + L, sizeof v1);
+      std::memcpy(&v2, run + j + 2 * L, sizeof v2);
+      std::memcpy(&v3, run + j + 3 * L, sizeof v3);
+      a0 |= v0;
+      a1 |= v1;
+      a2 |= v2;
+      a3 |= v3;
+    }
+    for (; j < n; ++j) rest |= std::bit_cast<U>(run[j]);
   }
-  U any = 0;
-  for (const U a : acc) any |= a;
-  return !(any & magnitude);
+  const lanes a = a0 | a1 | a2 | a3;
+  for (std::int64_t k = 0; k < L; ++k) rest |= a[k];
+  return !(rest & magnitude);
 }
 
 /// out[i, c] = scale(i, c) * r[i, c] over a rows x m r, returning whether r is finite: x - x is
