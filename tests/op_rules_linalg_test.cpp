@@ -184,6 +184,33 @@ TEST_CASE("matmul: diagonal operands (the basis after elementwise ops) give the 
   }
 }
 
+TEST_CASE("is_diagonal: one nonzero anywhere off the diagonal is found, in float and double, any size") {
+  // The scan ORs runs of n in blocks of four vectors and a scalar tail: every off-diagonal
+  // position, for sizes with no block, blocks and a tail, and blocks only.
+  auto check = [](auto zero) {
+    using T = decltype(zero);
+    for (const std::int64_t n : {1, 2, 9, 16, 17, 33, 64}) {
+      std::vector<T> m(static_cast<std::size_t>(n * n), T(0));
+      for (std::int64_t i = 0; i < n; ++i) m[static_cast<std::size_t>(i * (n + 1))] = T(i + 1);
+      REQUIRE(tw::kernels::is_diagonal(m.data(), n));
+      for (std::int64_t q = 0; q < n * n; ++q) {
+        if (q % (n + 1) == 0) continue;  // on the diagonal
+        INFO("n = " << n << ", position " << q << ", " << sizeof(T) << "-byte numbers");
+        T& e = m[static_cast<std::size_t>(q)];
+        e = T(-0.0);
+        REQUIRE(tw::kernels::is_diagonal(m.data(), n));  // -0 is a zero
+        e = std::numeric_limits<T>::denorm_min();
+        REQUIRE_FALSE(tw::kernels::is_diagonal(m.data(), n));
+        e = std::numeric_limits<T>::quiet_NaN();
+        REQUIRE_FALSE(tw::kernels::is_diagonal(m.data(), n));
+        e = T(0);
+      }
+    }
+  };
+  check(0.0);
+  check(0.0f);
+}
+
 TEST_CASE("matmul with a diagonal operand (the Jacobians' basis): the numbers of a GEMM, with inf, NaN and writes") {
   // matmul finds a diagonal operand by one pass over it and skips its zeros; skipping is exact only
   // for finite other operands, and a write off the diagonal must take the full product.
