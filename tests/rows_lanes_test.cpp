@@ -1,6 +1,6 @@
 // kernels/rows_lanes.hpp: rows of W numbers to W lane arrays and back, for every row width it
-// takes (1 to 8), block lengths with and without a ragged end of fewer than four rows, plain
-// and streamed stores, and destinations at every 8-byte offset within a 32-byte packet.
+// takes (1 to 8), block lengths with and without a ragged end of fewer than four rows, and
+// destinations at every 8-byte offset within a 32-byte packet.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -30,19 +30,13 @@ void check_width() {
         for (std::size_t i = 0; i < n; ++i) REQUIRE(dst[e][i] == rows[offset + i * W + static_cast<std::size_t>(e)]);
         REQUIRE(dst[e][n] == -7.0);
       }
-      for (const bool stream : {false, true}) {
-        INFO("stream " << stream);
-        std::vector<double> back(n * W + 8, -9.0);
-        const double* src[W];
-        for (int e = 0; e < W; ++e) src[e] = dst[e];
-        k::lanes_to_rows<W>(src, back.data() + offset, n, stream);
-#if defined(__x86_64__)
-        if (stream) _mm_sfence();
-#endif
-        for (std::size_t i = 0; i < back.size(); ++i) {
-          const bool inside = i >= offset && i < offset + n * W;
-          REQUIRE(back[i] == (inside ? rows[i] : -9.0));
-        }
+      std::vector<double> back(n * W + 8, -9.0);
+      const double* src[W];
+      for (int e = 0; e < W; ++e) src[e] = dst[e];
+      k::lanes_to_rows<W>(src, back.data() + offset, n);
+      for (std::size_t i = 0; i < back.size(); ++i) {
+        const bool inside = i >= offset && i < offset + n * W;
+        REQUIRE(back[i] == (inside ? rows[i] : -9.0));
       }
     }
   }
@@ -50,7 +44,7 @@ void check_width() {
 
 }  // namespace
 
-TEST_CASE("rows_lanes: rows to lanes and back, every width, ragged ends, any alignment, streamed or not") {
+TEST_CASE("rows_lanes: rows to lanes and back, every width, ragged ends, any alignment") {
   [&]<int... W>(std::integer_sequence<int, W...>) {
     (check_width<W + 1>(), ...);
   }(std::make_integer_sequence<int, 8>{});

@@ -7,15 +7,11 @@
 //   double x[256], y[256], z[256];
 //   double* lanes[] = {x, y, z};
 //   kernels::rows_to_lanes<3>(R, lanes, 256);        // x[k] = R[3k], y[k] = R[3k + 1], ...
-//   kernels::lanes_to_rows<3>(lanes, G, 256, false);  // G[3k + e] = lanes[e][k]
+//   kernels::lanes_to_rows<3>(lanes, G, 256);         // G[3k + e] = lanes[e][k]
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <utility>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace tower::kernels {
 
@@ -38,22 +34,6 @@ inline void pick(packet& out, const packet* v, F f) {
   out = __builtin_shufflevector(lo, hi, 0, 1, 4, 5);
 }
 
-#if defined(__x86_64__)
-// Stores past the caches (no read of the line before it is written), as wide as p's alignment allows.
-inline void stream(double* p, const packet& v) {
-#if defined(__AVX__)
-  if (reinterpret_cast<std::uintptr_t>(p) % 32 == 0) return _mm256_stream_pd(p, reinterpret_cast<__m256d>(v));
-#endif
-  _mm_stream_pd(p, __m128d{v[0], v[1]});
-  _mm_stream_pd(p + 2, __m128d{v[2], v[3]});
-}
-inline void stream(double* p, double v) {
-  long long bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  _mm_stream_si64(reinterpret_cast<long long*>(p), bits);
-}
-#endif
-
 }  // namespace rows_lanes_detail
 
 /// dst[e][k] = src[k * W + e] for k < n, e < W.
@@ -73,43 +53,23 @@ void rows_to_lanes(const double* src, double* const* dst, std::size_t n) {
     for (int e = 0; e < W; ++e) dst[e][k] = src[e];
 }
 
-/// dst[k * W + e] = src[e][k] for k < n, e < W; with `stream`, by non-temporal stores (x86-64;
-/// the caller fences) when dst is 16-byte aligned, as for an output larger than the caches.
+/// dst[k * W + e] = src[e][k] for k < n, e < W.
 template <int W>
-void lanes_to_rows(const double* const* src, double* dst, std::size_t n, bool stream) {
+void lanes_to_rows(const double* const* src, double* dst, std::size_t n) {
   static_assert(W >= 1 && W <= 8, "lanes_to_rows: rows of one to eight numbers");
   using namespace rows_lanes_detail;
-#if defined(__x86_64__)
-  const bool streamed = stream && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0;
-#else
-  const bool streamed = false;
-  (void)stream;
-#endif
   std::size_t k = 0;
   for (; k + 4 <= n; k += 4, dst += 4 * W) {
     packet v[W], r;
     for (int e = 0; e < W; ++e) load(v[e], src[e] + k);
     // Number i of row-major packet J is row f / W, element f % W (f = 4J + i): in v, at (f % W) * 4 + f / W.
     [&]<int... J>(std::integer_sequence<int, J...>) {
-      auto put = [&](double* p) {
-#if defined(__x86_64__)
-        if (streamed) return rows_lanes_detail::stream(p, r);
-#endif
-        store(p, r);
-      };
-      ((pick(r, v, [](int i) constexpr { return ((4 * J + i) % W) * 4 + (4 * J + i) / W; }), put(dst + 4 * J)), ...);
+      ((pick(r, v, [](int i) constexpr { return ((4 * J + i) % W) * 4 + (4 * J + i) / W; }), store(dst + 4 * J, r)),
+       ...);
     }(std::make_integer_sequence<int, W>{});
   }
   for (; k < n; ++k, dst += W)
-    for (int e = 0; e < W; ++e) {
-#if defined(__x86_64__)
-      if (stream) {
-        rows_lanes_detail::stream(dst + e, src[e][k]);
-        continue;
-      }
-#endif
-      dst[e] = src[e][k];
-    }
+    for (int e = 0; e < W; ++e) dst[e] = src[e][k];
 }
 
 }  // namespace tower::kernels

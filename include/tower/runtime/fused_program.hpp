@@ -37,10 +37,6 @@
 #include "tower/kernels/rows_lanes.hpp"
 #include "tower/kernels/vector_math.hpp"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 namespace tower::fusion {
 
 /// Examples per block: a register's lanes take 2 KiB (TOWER_FUSED_BLOCK_LANES overrides it).
@@ -345,12 +341,9 @@ class program {
     std::vector<std::vector<const double*>> stores(outputs_.size());
     for (std::size_t o = 0; o < outputs_.size(); ++o)
       for (int r : outputs_[o]) stores[o].push_back(buf(buffer_of_[static_cast<std::size_t>(r)]));
-    // Outputs larger than the caches are written with streaming stores (on Lennard-Jones at
-    // 2^20 examples, 24 MB of output: 10-20% less time).
     std::int64_t out_numbers = 0, in_numbers = 0;
     for (const auto& o : outputs_) out_numbers += static_cast<std::int64_t>(o.size()) * batch;
     for (std::size_t a = 0; a < loads.size(); ++a) in_numbers += loads[a].empty() ? 0 : numel[a] * batch;
-    const bool stream = out_numbers * 8 >= (std::int64_t{8} << 20);
     // Data past the L2 cache: the next block's lines are fetched while this one computes (in L2
     // already, fetching them only costs: 10% of Lennard-Jones at 4096 examples).
     const bool fetch_ahead = (in_numbers + out_numbers) * 8 >= (std::int64_t{1} << 20);
@@ -375,7 +368,7 @@ class program {
         const std::int64_t m = std::min<std::int64_t>(static_cast<std::int64_t>(K), batch - next);
         for (std::size_t a = 0; a < loads.size(); ++a)
           if (!loads[a].empty()) ahead.add(inputs[a] + next * numel[a], m * numel[a]);
-        for (std::size_t o = 0; o < stores.size() && !stream; ++o)
+        for (std::size_t o = 0; o < stores.size(); ++o)
           ahead.add(outputs[o] + next * static_cast<std::int64_t>(stores[o].size()),
                     m * static_cast<std::int64_t>(stores[o].size()));
       }
@@ -388,14 +381,11 @@ class program {
         const auto& from = stores[o];
         const auto width = static_cast<std::int64_t>(from.size());
         double* dst = outputs[o] + start * width;
-        if (!lanes_to_rows(from, dst, n, stream))
+        if (!lanes_to_rows(from, dst, n))
           for (std::size_t k = 0; k < n; ++k, dst += width)
             for (std::int64_t e = 0; e < width; ++e) dst[e] = from[static_cast<std::size_t>(e)][k];
       }
     }
-#if defined(__x86_64__)
-    if (stream) _mm_sfence();  // the streamed stores, visible before the result is
-#endif
   }
 
  private:
@@ -444,10 +434,10 @@ class program {
     for (std::size_t e = 0; e < to.size(); ++e) dst[e] = to[e].first;
     return with_width(stride, [&]<int W>() { kernels::rows_to_lanes<W>(src, dst.data(), n); });
   }
-  static bool lanes_to_rows(const std::vector<const double*>& from, double* dst, std::size_t n, bool stream) {
+  static bool lanes_to_rows(const std::vector<const double*>& from, double* dst, std::size_t n) {
     if (from.size() > 8) return false;
     return with_width(static_cast<std::int64_t>(from.size()),
-                      [&]<int W>() { kernels::lanes_to_rows<W>(from.data(), dst, n, stream); });
+                      [&]<int W>() { kernels::lanes_to_rows<W>(from.data(), dst, n); });
   }
   /// body.template operator()<W>() for W = w in [1, 8].
   template <class Body>
