@@ -1,8 +1,9 @@
 // Per-example Hessians on R^8, B = 2^14: tw::vmap(tw::hessian(f))(X), X [B, 8]; with -DRUNTIME the
-// same through a type-erased f (the runtime path).
+// same through a type-erased f (the runtime path); with -DNESTED by nested duals instead of jets.
 #include <tower/tower.hpp>
 
 #include <functional>
+#include <tuple>
 
 #include "bench/user_tu/user_tu.hpp"
 namespace tw = tower;
@@ -31,6 +32,13 @@ int main() {
   std::function<tw::dyn::value(tw::dyn::value)> erased = [](tw::dyn::value x) { return f(x); };
   auto tower = [&] { H = tw::vmap(tw::hessian(erased))(X).to_tensor(); };
   const char* name = "hessian_r8_runtime";
+#elif defined(NESTED)
+  // The same Hessians by forward over forward mode on nested duals, without jets: grad_and_value
+  // does not answer jacfwd's protocol (transforms/static/jacobian_rows.hpp), so every op carries
+  // n + n^2 derivatives per element (docs/architecture.md, One forward-mode number).
+  auto gradient = [](auto x) { return std::get<0>(tw::grad_and_value(f)(x)); };
+  auto tower = [&] { H = tw::vmap(tw::jacfwd(gradient))(X); };
+  const char* name = "hessian_r8_nested";
 #else
   auto tower = [&] { H = tw::vmap(tw::hessian(f))(X); };
   const char* name = "hessian_r8";

@@ -25,6 +25,7 @@ WORKLOADS = [
     ("logistic_d256", "logistic.cpp", ["-DLOGISTIC_D=256"]),
     ("mlp_32_64_1", "mlp.cpp", []),
     ("hessian_r8", "hessian_r8.cpp", []),
+    ("hessian_r8_nested", "hessian_r8.cpp", ["-DNESTED"]),
     ("jacrev_64", "jacobian64.cpp", []),
     ("jacfwd_64", "jacobian64.cpp", ["-DJACFWD"]),
     ("grad_chain10_double", "chain_grad.cpp", []),
