@@ -78,7 +78,11 @@ struct step {
 struct chain {
   shape_t in_shape;
   std::vector<step> steps;
-  bool compares = false;  // a comparison decides a branch: at an exact tie (zeros) it is an isolated point
+  // A branch decided at exact ties or zeros (a comparison; abs, sign, relu, maximum, minimum,
+  // amax, amin and the norms at their kinks): at edge inputs (zeros) such a point is isolated, and
+  // a derivative there is the op's convention (PyTorch's: abs'(0) = 0, a tie splits the gradient),
+  // which differences of the whole program need not see.
+  bool kinks_at_zeros = false;
   value operator()(const value& x) const {
     std::vector<value> regs{x};
     regs.reserve(steps.size() + 1);
@@ -245,6 +249,7 @@ class chain_generator {
         static const char* names[] = {"neg",     "abs",      "sign", "square", "sin", "cos",   "tanh", "atan",
                                       "sigmoid", "softplus", "relu", "erf",    "exp", "expm1", "sinh", "cosh"};
         const int k = r_.below(16);
+        if (k == 1 || k == 2 || k == 10) c_.kinks_at_zeros = true;
         add(std::string(names[k]) + "(" + A + ")", [a, k](const auto& x) -> value {
           const value& v = x[a];
           switch (k) {
@@ -361,6 +366,10 @@ class chain_generator {
         auto [B, fb] = operand_for(a);
         const int k = r_.below(6);
         static const char* names[] = {"maximum", "minimum", "atan2"};
+        if (k % 3 != 2) c_.kinks_at_zeros = true;
+        // atan2(y, x) away from the origin, where its derivative is 0 / 0 (NaN, as in PyTorch and
+        // JAX) even when y and x are constants of the program (x = mse_loss(r, r)).
+        const double cy = c == 0 ? 0.75 : c;
         if (k < 3)
           add(std::string(names[k]) + "(" + A + ", " + B + ")", [a, k, fb = fb](const auto& x) -> value {
             const value b = fb(x);
@@ -369,9 +378,10 @@ class chain_generator {
                             : tw::atan2(x[a], tw::softplus(b) + 0.1);
           });
         else
-          add(std::string(names[k - 3]) + "(" + C + ", " + A + ")", [a, k, c](const auto& x) -> value {
-            return k == 3 ? tw::maximum(c, x[a]) : k == 4 ? tw::minimum(c, x[a]) : tw::atan2(c, x[a]);
-          });
+          add(std::string(names[k - 3]) + "(" + (k == 5 ? num(cy) : C) + ", " + A + ")",
+              [a, k, c, cy](const auto& x) -> value {
+                return k == 3 ? tw::maximum(c, x[a]) : k == 4 ? tw::minimum(c, x[a]) : tw::atan2(cy, x[a]);
+              });
         break;
       }
       case 7: {  // comparisons: a mask (not differentiated) in where or in a product
@@ -394,7 +404,7 @@ class chain_generator {
               return tw::ge(u, v);
           }
         };
-        c_.compares = true;
+        c_.kinks_at_zeros = true;
         if (r_.coin())
           add("where(" + std::string(names[k]) + "(" + A + ", " + B + "), " + A + " * 2, sin(" + B + "))",
               [a, cmp, fb = fb](const auto& x) {
@@ -419,6 +429,7 @@ class chain_generator {
         static const char* names[] = {"sum",       "mean", "prod",  "amax",  "amin",
                                       "logsumexp", "var",  "norm1", "norm2", "norminf"};
         const int k = r_.below(10);
+        if (k == 3 || k == 4 || k >= 7) c_.kinks_at_zeros = true;
         const int how = ra == 0 ? 0 : ra >= 2 ? r_.below(3) : r_.below(2);
         const std::int64_t d = ra ? pick_dim(ra) : 0;
         const bool keep = r_.coin();
@@ -1089,7 +1100,7 @@ bool run(const program& p, totals& t, bool verbose) {
     xs << x;
     const std::string at = "level " + std::to_string(k) + " (" + p.layers[k].text() + ") at x = " + xs.str();
     try {
-      const verdict v = check_layer(p.layers[k], fns[k + 1], x, p.e == program::edge::values && p.f.compares);
+      const verdict v = check_layer(p.layers[k], fns[k + 1], x, p.e == program::edge::values && p.f.kinks_at_zeros);
       ++t.checks;
       t.skipped_entries += v.skipped;
       if (!v.ok) return fail(at + ": " + v.why);
