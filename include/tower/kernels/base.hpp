@@ -153,16 +153,20 @@ inline shape_t broadcast_strides(const shape_t& in, const shape_t& out) {
   return st;
 }
 
-/// Calls body(out_index, offset_a, offset_b) over `out` with broadcast strides for a and b, in
-/// row-major order. The innermost dimension is a plain loop (the odometer only turns per row),
-/// so the common cases vectorise. Size-1 dims are dropped and neighbouring dims that both
-/// operands step through alike are merged first, so a trailing size-1 dim (a column vector, as
-/// matmul makes) or a run of contiguous dims does not shrink the inner loop to a few elements.
+/// The walk under for_each_broadcast and for_each_strided: body(out_index, offset_a, offset_b)
+/// over `out` with strides sa and sb, in row-major order. The innermost dimension is a plain loop
+/// (the odometer only turns per row), so the common cases vectorise. Size-1 dims are dropped and
+/// neighbouring dims that both operands step through alike are merged first, so a trailing size-1
+/// dim (a column vector, as matmul makes) or a run of contiguous dims does not shrink the inner
+/// loop to a few elements.
 ///
-/// Independent: every call writes its own output element and reads only the inputs (no
-/// reduction into one slot), so the inner loop may be vectorised without an alias check.
-template <bool Independent = false, class Body>
-void for_each_broadcast(const shape_t& out_full, const shape_t& sa_full, const shape_t& sb_full, Body&& body) {
+/// The inner strides are compile-time constants where they can be, so that the inner loop
+/// vectorises, and only the loops a caller can reach are compiled (each is one more copy of the
+/// body, in every op's kernel): Broadcast, a and b are two operands broadcast to `out`, each
+/// inner stride 1 or 0 and not both 0 (the kept innermost dim is as long as one of them); else
+/// sa and sb are one operand's strides (sb == sa), and the inner stride is 1 or any.
+template <bool Independent, bool Broadcast, class Body>
+void walk_strides(const shape_t& out_full, const shape_t& sa_full, const shape_t& sb_full, Body&& body) {
   const std::int64_t n = numel_of(out_full);
   if (n == 0) return;
   shape_t out;
@@ -190,8 +194,6 @@ void for_each_broadcast(const shape_t& out_full, const shape_t& sa_full, const s
   const std::size_t outer = r >= 2 ? r - 2 : 0;
   const std::int64_t mid = r >= 2 ? out[r - 2] : 1, ma = r >= 2 ? sa[r - 2] : 0, mb = r >= 2 ? sb[r - 2] : 0;
   shape_t idx(outer, 0);
-  // The inner strides as compile-time constants in the common cases (both contiguous, one
-  // broadcast, a reduction into one slot), so the inner loop vectorises.
   auto rows = [&](auto ka, auto kb) {
     std::int64_t oa = 0, ob = 0;
     for (std::int64_t i = 0; i < n; i += mid * inner) {
@@ -226,10 +228,37 @@ void for_each_broadcast(const shape_t& out_full, const shape_t& sa_full, const s
   using zero = std::integral_constant<std::int64_t, 0>;
   using one = std::integral_constant<std::int64_t, 1>;
   if (ia == 1 && ib == 1) rows(one{}, one{});
-  else if (ia == 1 && ib == 0) rows(one{}, zero{});
-  else if (ia == 0 && ib == 1) rows(zero{}, one{});
-  else if (ia == 0 && ib == 0) rows(zero{}, zero{});
-  else rows(ia, ib);
+  else if constexpr (Broadcast) {
+    if (ib == 0) rows(one{}, zero{});
+    else rows(zero{}, one{});
+  } else {
+    rows(ia, ia);
+  }
+}
+
+/// Calls body(out_index, offset_a, offset_b) over `out` for operands of shapes a and b broadcast
+/// to it (NumPy's rules; `out` is broadcast_shapes of the two), in row-major order.
+///
+/// Independent: every call writes its own output element and reads only the inputs (no
+/// reduction into one slot), so the inner loop may be vectorised without an alias check.
+template <bool Independent = false, class Body>
+void for_each_broadcast(const shape_t& out, const shape_t& a, const shape_t& b, Body&& body) {
+  walk_strides<Independent, true>(out, broadcast_strides(a, out), broadcast_strides(b, out), body);
+}
+
+/// Calls body(out_index, offset) over `out` for one operand read with `strides` (in elements, one
+/// per dim of `out`; 0 repeats it along that dim), in row-major order. Independent as above.
+template <bool Independent = false, class Body>
+void for_each_strided(const shape_t& out, const shape_t& strides, Body&& body) {
+  walk_strides<Independent, false>(out, strides, strides,
+                                   [&body](std::int64_t i, std::int64_t o, std::int64_t) { body(i, o); });
+}
+
+/// Writes the elements of p read with `strides` (for_each_strided) to out, in `out_shape`'s
+/// row-major order: one loop for every element type, shared by permutes and broadcasts.
+template <class T>
+void copy_strided(const T* p, const shape_t& out_shape, const shape_t& strides, T* out) {
+  for_each_strided<true>(out_shape, strides, [p, out](std::int64_t i, std::int64_t o) { out[i] = p[o]; });
 }
 
 template <class X, class F>
@@ -310,7 +339,7 @@ TOWER_ALWAYS_INLINE auto zip(const char* op, const A& a, const B& b, F&& f) {
     const shape_t s = broadcast_shapes(op, a.shape(), b.shape());
     T* o = nullptr;
     tensor<T> out = detail::new_output<T, detail::loan_kind::kernel>(s, numel_of(s), o);  // (vmap's packets lend rows)
-    for_each_broadcast<true>(s, broadcast_strides(a.shape(), s), broadcast_strides(b.shape(), s),
+    for_each_broadcast<true>(s, a.shape(), b.shape(),
                              [o, pa, pb, &f](std::int64_t i, std::int64_t ia, std::int64_t ib) {
                                o[i] = static_cast<T>(f(pa[ia], pb[ib]));
                              });
@@ -367,9 +396,8 @@ auto sum(const X& x, shape_t dims, bool keepdim) {
       }
     } else {
       // Accumulate each input element into its output slot: the output is "kept" broadcast to "in".
-      const auto so = broadcast_strides(kept, in);
-      for_each_broadcast(
-          in, so, so, [&](std::int64_t i, std::int64_t o, std::int64_t) { out[static_cast<std::size_t>(o)] += p[i]; });
+      for_each_strided(in, broadcast_strides(kept, in),
+                       [&](std::int64_t i, std::int64_t o) { out[static_cast<std::size_t>(o)] += p[i]; });
     }
     shape_t res;
     for (std::size_t k = 0; k < in.size(); ++k) {
@@ -419,9 +447,7 @@ auto broadcast_to(const X& x, const shape_t& s) {
     }
   }
   buffer<T> out(static_cast<std::size_t>(numel_of(s)));
-  const auto st = broadcast_strides(in, s);
-  for_each_broadcast<true>(
-      s, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { out[static_cast<std::size_t>(i)] = p[o]; });
+  copy_strided(p, s, broadcast_strides(in, s), out.data());
   return tensor<T>(s, std::move(out));
 }
 
@@ -453,6 +479,32 @@ auto reshape(const X& x, const shape_t& s) {
   return t.with_shape(infer_shape("reshape", s, t.numel(), t.shape()));
 }
 
+/// x with its dims permuted by perm, a permutation of 0, ..., rank - 1 (result dim k is input
+/// dim perm[k]): kernels::permute and movedim.
+template <class T>
+tensor<T> permuted(const tensor<T>& x, const shape_t& perm) {
+  const std::size_t r = perm.size();
+  shape_t in_st(r, 1), st(r), out(r);  // row-major strides of x; of each result dim in x
+  for (std::size_t k = r; k-- > 1;) in_st[k - 1] = in_st[k] * x.shape()[k];
+  for (std::size_t k = 0; k < r; ++k) {
+    out[k] = x.shape()[static_cast<std::size_t>(perm[k])];
+    st[k] = in_st[static_cast<std::size_t>(perm[k])];
+  }
+  // Moving only dims of size 1 (mT of a column, as in matmul's VJP on vectors) keeps the
+  // row-major order: the same storage under the new shape.
+  std::int64_t last = -1;
+  bool same_order = true;
+  for (std::size_t k = 0; k < r; ++k) {
+    if (out[k] == 1) continue;
+    same_order = same_order && perm[k] > last;
+    last = perm[k];
+  }
+  if (same_order) return x.with_shape(std::move(out));
+  buffer<T> data(static_cast<std::size_t>(x.numel()));
+  if (!permute_as_transposes(x.data(), x.shape(), perm, data.data())) copy_strided(x.data(), out, st, data.data());
+  return tensor<T>(out, std::move(data));
+}
+
 /// Moves dimension `src` to position `dst`, keeping the others in order.
 template <class T>
 tensor<T> movedim(const tensor<T>& x, std::int64_t src, std::int64_t dst) {
@@ -464,22 +516,7 @@ tensor<T> movedim(const tensor<T>& x, std::int64_t src, std::int64_t dst) {
   for (std::int64_t k = 0; k < r; ++k)
     if (k != src) perm.push_back(k);
   perm.insert(perm.begin() + dst, src);
-  shape_t out(static_cast<std::size_t>(r));
-  for (std::int64_t k = 0; k < r; ++k)
-    out[static_cast<std::size_t>(k)] = x.shape()[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
-  // Stride of each output dim in the input.
-  shape_t in_st(static_cast<std::size_t>(r), 1), st(static_cast<std::size_t>(r));
-  for (std::int64_t k = r - 1; k > 0; --k)
-    in_st[static_cast<std::size_t>(k - 1)] =
-        in_st[static_cast<std::size_t>(k)] * x.shape()[static_cast<std::size_t>(k)];
-  for (std::int64_t k = 0; k < r; ++k)
-    st[static_cast<std::size_t>(k)] = in_st[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
-  buffer<T> data(static_cast<std::size_t>(x.numel()));
-  const T* p = x.data();
-  if (!permute_as_transposes(p, x.shape(), perm, data.data()))
-    for_each_broadcast<true>(
-        out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
-  return tensor<T>(out, std::move(data));
+  return permuted(x, perm);
 }
 
 template <class X>

@@ -27,7 +27,7 @@ template <class Body>
 shape_t for_each_matrix_pair(const char* op, const shape_t& a, const shape_t& b, Body&& body) {
   const shape_t ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
   const shape_t batch = broadcast_shapes(op, ab, bb);
-  for_each_broadcast(batch, broadcast_strides(ab, batch), broadcast_strides(bb, batch), body);
+  for_each_broadcast(batch, ab, bb, body);
   return batch;
 }
 
@@ -271,12 +271,11 @@ tensor<T> vecdot(const tensor<T>& a, const tensor<T>& b) {
   } else {
     const T* pa = a.data();
     const T* pb = b.data();
-    for_each_broadcast(s, broadcast_strides(la, s), broadcast_strides(lb, s),
-                       [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
-                         T acc = 0;
-                         for (std::int64_t j = 0; j < k; ++j) acc += pa[ia * k + j] * pb[ib * k + j];
-                         out[static_cast<std::size_t>(i)] = acc;
-                       });
+    for_each_broadcast(s, la, lb, [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+      T acc = 0;
+      for (std::int64_t j = 0; j < k; ++j) acc += pa[ia * k + j] * pb[ib * k + j];
+      out[static_cast<std::size_t>(i)] = acc;
+    });
   }
   return tensor<T>(s, std::move(out));
 }

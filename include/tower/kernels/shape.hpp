@@ -26,9 +26,8 @@ auto reduce(const char* op, const X& x, shape_t dims, bool keepdim, double init,
     shape_t kept = in;
     for (auto d : dims) kept[static_cast<std::size_t>(d)] = 1;
     std::vector<double> acc(static_cast<std::size_t>(numel_of(kept)), init);
-    const auto so = broadcast_strides(kept, in);
     const T* p = x.data();
-    for_each_broadcast(in, so, so, [&](std::int64_t i, std::int64_t o, std::int64_t) {
+    for_each_strided(in, broadcast_strides(kept, in), [&](std::int64_t i, std::int64_t o) {
       acc[static_cast<std::size_t>(o)] = combine(acc[static_cast<std::size_t>(o)], static_cast<double>(p[i]));
     });
     shape_t res;
@@ -47,37 +46,11 @@ auto permute(const X& x, shape_t perm) {
     if (!perm.empty()) throw error("permute: " + std::to_string(perm.size()) + " dims given for a scalar");
     return x;
   } else {
-    using T = element_t<X>;
     const std::int64_t r = x.dim();
     if (static_cast<std::int64_t>(perm.size()) != r)
       throw error("permute: " + std::to_string(perm.size()) + " dims given for a tensor of shape " +
                   detail::shape_str(x.shape()));
-    perm = normalize_dims("permute", std::move(perm), r);
-    shape_t in_st(static_cast<std::size_t>(r), 1), st(static_cast<std::size_t>(r));
-    for (std::int64_t k = r - 1; k > 0; --k)
-      in_st[static_cast<std::size_t>(k - 1)] =
-          in_st[static_cast<std::size_t>(k)] * x.shape()[static_cast<std::size_t>(k)];
-    shape_t out(static_cast<std::size_t>(r));
-    for (std::size_t k = 0; k < out.size(); ++k) {
-      out[k] = x.shape()[static_cast<std::size_t>(perm[k])];
-      st[k] = in_st[static_cast<std::size_t>(perm[k])];
-    }
-    // Moving only dims of size 1 (mT of a column, as in matmul's VJP on vectors) keeps the
-    // row-major order: the same storage under the new shape.
-    std::int64_t last = -1;
-    bool same_order = true;
-    for (std::size_t k = 0; k < out.size(); ++k) {
-      if (out[k] == 1) continue;
-      same_order = same_order && perm[k] > last;
-      last = perm[k];
-    }
-    if (same_order) return x.with_shape(std::move(out));
-    buffer<T> data(static_cast<std::size_t>(x.numel()));
-    const T* p = x.data();
-    if (!permute_as_transposes(p, x.shape(), perm, data.data()))
-      for_each_broadcast<true>(
-          out, st, st, [&](std::int64_t i, std::int64_t o, std::int64_t) { data[static_cast<std::size_t>(i)] = p[o]; });
-    return tensor<T>(out, std::move(data));
+    return permuted(x, normalize_dims("permute", std::move(perm), r));
   }
 }
 
