@@ -931,10 +931,10 @@ verdict compare_exact(const tensor<double>& got, const tensor<double>& want) {
 }
 
 /// A derivative against differences. Skipped: entries at a kink, where the two steps disagree
-/// (rounding, or a jump), where the reference is not finite, non-finite results of non-finite
-/// input (NaN propagates), and any mismatch where the point may be an isolated one (eq(a, b) true
+/// (rounding, or a jump), where the reference is not finite, non-finite results where the input
+/// or the function's value is not (check_layer), and any mismatch where the point may be an isolated one (eq(a, b) true
 /// at exact zeros only: differences see the other branch on both sides).
-verdict compare_fd(const tensor<double>& got, const fd_result& r, bool input_finite, bool isolated_points) {
+verdict compare_fd(const tensor<double>& got, const fd_result& r, bool finite_point, bool isolated_points) {
   if (got.shape() != r.fine.shape())
     return {false, "shape " + shape_str(got.shape()) + ", expected " + shape_str(r.fine.shape()), 0};
   verdict v;
@@ -943,7 +943,7 @@ verdict compare_fd(const tensor<double>& got, const fd_result& r, bool input_fin
     const double a = got.data()[i], b = r.fine.data()[i], b2 = r.coarse.data()[i];
     if (close(a, b, tol) || close(a, b2, tol)) continue;
     if (!std::isfinite(b) || r.kink[static_cast<std::size_t>(i)] || !close(b2, b, tol) ||
-        (!input_finite && !std::isfinite(a)) || isolated_points) {
+        (!finite_point && !std::isfinite(a)) || isolated_points) {
       ++v.skipped;
       continue;
     }
@@ -956,7 +956,6 @@ verdict compare_fd(const tensor<double>& got, const fd_result& r, bool input_fin
 
 /// Checks one layer l applied to the inner composition g at x.
 verdict check_layer(const layer& l, const fn& g, const tensor<double>& x, bool isolated_points) {
-  const bool finite = std::all_of(x.data(), x.data() + x.numel(), [](double e) { return std::isfinite(e); });
   const tensor<double> got = eval(transformed(l, g), x);
   if (l.is_vmap()) {
     const auto want = loop_reference(l, g, x);
@@ -964,6 +963,13 @@ verdict check_layer(const layer& l, const fn& g, const tensor<double>& x, bool i
     return compare_exact(got, *want);
   }
   auto h = [&g](const tensor<double>& t) { return eval(g, t); };
+  // Non-finite derivatives are not compared where x or g's value at the point is not finite: NaN
+  // propagates, and a zero cotangent or tangent times an infinite partial is NaN (IEEE, as in
+  // PyTorch and JAX), also in entries whose true derivative is 0.
+  auto all_finite = [](const tensor<double>& t) {
+    return std::all_of(t.data(), t.data() + t.numel(), [](double e) { return std::isfinite(e); });
+  };
+  const bool finite = all_finite(x) && all_finite(h(l.k == kind::grad_closure ? x * 1.5 : x));
   std::function<tensor<double>(const tensor<double>&)> target;
   switch (l.k) {
     case kind::grad:
