@@ -54,13 +54,6 @@ constexpr bool may_capture_values() {
   else return true;
 }
 
-template <class... A>
-constexpr int predicted_level() {
-  int l = 0;
-  ((l = l < level_of<A>() ? level_of<A>() : l), ...);
-  return l + 1;
-}
-
 [[noreturn]] inline void nested_too_deeply(const char* transform, int live) {
   throw error(std::string(transform) +
               ": transforms nested through captured values too deeply for the static path (live level " +
