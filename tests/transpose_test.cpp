@@ -1,9 +1,11 @@
 // kernels/transpose.hpp: the SIMD-block transpose against an index loop for every size that
 // exercises full blocks and ragged edges, with and without a row scale, in float and double;
 // its finiteness flag for a non-finite entry at every position; and permute_as_transposes on
-// the permutations it takes (rotations of trailing dims, size-1 dims anywhere) and declines.
+// the permutations it takes (rotations of trailing dims, size-1 dims anywhere) and declines; and
+// the broadcasting walks under every elementwise kernel (kernels/base.hpp) against an index loop.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -105,6 +107,86 @@ TEST_CASE("permute_as_transposes: rotations of trailing dims match an index loop
         if (++idx[d] < out_shape[d]) break;
         idx[d] = 0;
       }
+    }
+  }
+}
+
+namespace {
+
+/// Output position i of `out` (row-major) unravelled and dotted with `strides`.
+std::int64_t offset_at(std::int64_t i, const tw::shape_t& out, const tw::shape_t& strides) {
+  std::int64_t o = 0;
+  for (std::size_t d = out.size(); d-- > 0;) {
+    o += (i % out[d]) * strides[d];
+    i /= out[d];
+  }
+  return o;
+}
+
+/// Runs walk(body) and requires that body saw every position of `out` once, with the offsets an
+/// index loop gives for each operand's strides.
+template <class Walk>
+void require_walk(const tw::shape_t& out, const std::vector<tw::shape_t>& strides, Walk walk) {
+  std::vector<int> seen(static_cast<std::size_t>(tw::numel_of(out)), 0);
+  bool offsets_ok = true;
+  walk([&](std::int64_t i, auto... o) {
+    ++seen[static_cast<std::size_t>(i)];
+    std::size_t k = 0;
+    ((offsets_ok = offsets_ok && o == offset_at(i, out, strides[k++])), ...);
+  });
+  REQUIRE(offsets_ok);
+  REQUIRE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+}
+
+}  // namespace
+
+TEST_CASE("for_each_broadcast and for_each_strided: every position once, at an index loop's offsets") {
+  // Ranks 0-4, size-1 dims anywhere, rows shorter and longer than a block of 8.
+  const std::vector<tw::shape_t> shapes{{},        {1},          {3},          {9},          {1, 3},      {2, 1},
+                                        {2, 3},    {2, 9},       {9, 1},       {1, 9},       {2, 1, 3},   {2, 3, 9},
+                                        {1, 3, 1}, {2, 1, 9, 1}, {2, 3, 1, 9}, {3, 2, 3, 9}, {1, 1, 1, 1}};
+  int pairs = 0;
+  for (const auto& a : shapes)
+    for (const auto& b : shapes) {
+      tw::shape_t out;
+      try {
+        out = k::broadcast_shapes("walk", a, b);
+      } catch (const tw::error&) {
+        continue;
+      }
+      INFO("a " << tw::detail::shape_str(a) << " b " << tw::detail::shape_str(b));
+      ++pairs;
+      const std::vector<tw::shape_t> st{k::broadcast_strides(a, out), k::broadcast_strides(b, out)};
+      require_walk(out, st, [&](auto body) { k::for_each_broadcast(out, a, b, body); });
+      require_walk(out, st, [&](auto body) { k::for_each_broadcast<true>(out, a, b, body); });
+    }
+  REQUIRE(pairs > 100);
+  // One operand: every permutation's strides (the inner stride any), and broadcasts (0 or 1).
+  for (const auto& s : shapes) {
+    const std::size_t r = s.size();
+    tw::shape_t row_major(r, 1), perm(r);
+    for (std::size_t d = r; d-- > 1;) row_major[d - 1] = row_major[d] * s[d];
+    for (std::size_t d = 0; d < r; ++d) perm[d] = static_cast<std::int64_t>(d);
+    do {
+      tw::shape_t out(r), st(r);
+      for (std::size_t d = 0; d < r; ++d) {
+        out[d] = s[static_cast<std::size_t>(perm[d])];
+        st[d] = row_major[static_cast<std::size_t>(perm[d])];
+      }
+      INFO("shape " << tw::detail::shape_str(s) << " perm " << tw::detail::shape_str(perm));
+      require_walk(out, {st}, [&](auto body) { k::for_each_strided(out, st, body); });
+      require_walk(out, {st}, [&](auto body) { k::for_each_strided<true>(out, st, body); });
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    for (const auto& big : shapes) {
+      tw::shape_t out;
+      try {
+        out = k::broadcast_shapes("walk", s, big);
+      } catch (const tw::error&) {
+        continue;
+      }
+      const tw::shape_t st = k::broadcast_strides(s, out);
+      INFO("broadcast " << tw::detail::shape_str(s) << " to " << tw::detail::shape_str(out));
+      require_walk(out, {st}, [&](auto body) { k::for_each_strided(out, st, body); });
     }
   }
 }
