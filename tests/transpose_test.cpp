@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 #include <tower/tower.hpp>
 
@@ -123,6 +124,15 @@ std::int64_t offset_at(std::int64_t i, const tw::shape_t& out, const tw::shape_t
   return o;
 }
 
+/// a and b broadcast together, or nothing where they do not broadcast.
+std::optional<tw::shape_t> broadcast_of(const tw::shape_t& a, const tw::shape_t& b) {
+  try {
+    return k::broadcast_shapes("walk", a, b);
+  } catch (const tw::error&) {
+    return std::nullopt;
+  }
+}
+
 /// Runs walk(body) and requires that body saw every position of `out` once, with the offsets an
 /// index loop gives for each operand's strides.
 template <class Walk>
@@ -148,12 +158,9 @@ TEST_CASE("for_each_broadcast and for_each_strided: every position once, at an i
   int pairs = 0;
   for (const auto& a : shapes)
     for (const auto& b : shapes) {
-      tw::shape_t out;
-      try {
-        out = k::broadcast_shapes("walk", a, b);
-      } catch (const tw::error&) {
-        continue;
-      }
+      const auto o = broadcast_of(a, b);
+      if (!o) continue;
+      const tw::shape_t& out = *o;
       INFO("a " << tw::detail::shape_str(a) << " b " << tw::detail::shape_str(b));
       ++pairs;
       const std::vector<tw::shape_t> st{k::broadcast_strides(a, out), k::broadcast_strides(b, out)};
@@ -178,12 +185,9 @@ TEST_CASE("for_each_broadcast and for_each_strided: every position once, at an i
       require_walk(out, {st}, [&](auto body) { k::for_each_strided<true>(out, st, body); });
     } while (std::next_permutation(perm.begin(), perm.end()));
     for (const auto& big : shapes) {
-      tw::shape_t out;
-      try {
-        out = k::broadcast_shapes("walk", s, big);
-      } catch (const tw::error&) {
-        continue;
-      }
+      const auto o = broadcast_of(s, big);
+      if (!o) continue;
+      const tw::shape_t& out = *o;
       const tw::shape_t st = k::broadcast_strides(s, out);
       INFO("broadcast " << tw::detail::shape_str(s) << " to " << tw::detail::shape_str(out));
       require_walk(out, {st}, [&](auto body) { k::for_each_strided(out, st, body); });
