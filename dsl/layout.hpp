@@ -353,6 +353,9 @@ template <operand X>
 auto cat(std::initializer_list<X> xs, std::int64_t dim = 0) {
   return cat(std::vector<X>(xs), dim);
 }
+/// A braced list that puts a tape-free value beside one its form cannot run (dual_unsupported,
+/// scalar_dual.hpp: vmap's per-example loop then declines).
+inline dual_unsupported cat(std::initializer_list<dual_unsupported>, std::int64_t = 0) { return {}; }
 
 /// The values (of one shape) stacked along a new dim.
 template <operand X>
@@ -382,6 +385,8 @@ template <operand X>
 auto stack(std::initializer_list<X> xs, std::int64_t dim = 0) {
   return stack(std::vector<X>(xs), dim);
 }
+/// (As cat's: a braced list that mixes a tape-free value with a dual_unsupported.)
+inline dual_unsupported stack(std::initializer_list<dual_unsupported>, std::int64_t = 0) { return {}; }
 
 namespace detail {
 template <class A>

@@ -176,6 +176,59 @@ TEST_CASE("automatic rows: the cases it declines run batching rules, with the sa
   CHECK(tw::vmap(tw::grad(f))(tw::tensor<double>({0, 3}, std::vector<double>{})).shape() == tw::shape_t{0, 3});
 }
 
+TEST_CASE(
+    "automatic rows: f that puts a value the loop takes beside one it does not compiles, and batching rules run it") {
+  // prod has no rule for tw::fixed values: on the loop its result is dual_unsupported where sum's is
+  // the loop's number. A braced list, a conditional expression and a reassigned variable holding
+  // both compile; the first two decline at compile time, the assignment raises on the first
+  // example, and batching rules give the numbers.
+  const tw::tensor<double> R = sample({B, 3}, 0.5, 1.5, 21);
+  auto prod_over = [&](std::int64_t b, std::int64_t i) {
+    double p = 1;
+    for (std::int64_t k = 0; k < 3; ++k)
+      if (k != i) p *= R(b, k);
+    return p;
+  };
+  auto expect = [&](auto grad_of) {
+    tw::tensor<double> G = tw::zeros<double>({B, 3});
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < 3; ++i) G(b, i) = grad_of(R(b, i), prod_over(b, i));
+    return G;
+  };
+  int calls = 0;
+  auto braced = counting([](auto r) { return tw::sum(tw::stack({tw::sum(r * r), tw::prod(r)})); }, calls);
+  require_close(tw::vmap(tw::grad(braced))(R), expect([](double x, double p) { return 2 * x + p; }), 1e-13);
+  auto catted = counting([](auto r) { return tw::sum(tw::cat({tw::sin(r), tw::reshape(r * r, {3})})); }, calls);
+  require_close(tw::vmap(tw::grad(catted))(R), expect([](double x, double) { return std::cos(x) + 2 * x; }), 1e-13);
+  for (const bool first : {true, false}) {
+    auto chosen = counting(
+        [first](auto r) {
+          auto a = tw::sum(r * r);
+          auto p = tw::prod(r);
+          return first ? a : p;
+        },
+        calls);
+    require_close(tw::vmap(tw::grad(chosen))(R), expect([first](double x, double p) { return first ? 2 * x : p; }),
+                  1e-13);
+  }
+  CHECK(calls == 0);
+  auto accumulated = [](auto r) {
+    auto e = tw::sum(r * r);
+    for (int k = 0; k < 2; ++k) e = e + tw::prod(r);
+    return e;
+  };
+  auto counted = counting(accumulated, calls);
+  const tw::tensor<double> G = expect([](double x, double p) { return 2 * x + 2 * p; });
+  require_close(tw::vmap(tw::grad(counted))(R), G, 1e-13);
+  CHECK(calls == 1);
+  require_close(tw::vmap(tw::grad(accumulated), tw::in_dims(tw::fixed_rows<3>))(R), G, 1e-13);
+  require_close(tw::vmap(tw::hessian(accumulated))(R), tw::vmap(tw::hessian(accumulated), tw::strategy::batched)(R),
+                1e-13);
+  // grad on a fixed value itself has no other form: the assignment's tower::error reaches the caller.
+  const tw::fixed<double, 3> r0{{R(0, 0), R(0, 1), R(0, 2)}};
+  REQUIRE_THROWS_WITH(tw::grad(accumulated)(r0), Catch::Contains("tw::to_tensor"));
+}
+
 TEST_CASE("automatic rows: per-example Jacobians and Hessians on small rows") {
   auto g = [](auto x) { return tw::sin(x) * x + 2.0 * x; };
   auto h = [](auto x) { return tw::log(1.0 + tw::sum(x * x)) + tw::sum(tw::sin(x)); };

@@ -78,6 +78,12 @@ struct elementwise_jet {
   static constexpr int size = N;
   jet_elements<T, N> e;
   detail::jets::dense_t<T, N> operator[](std::size_t i) const { return e[i]; }
+  /// `x = op(...)` where op cannot run on jets raises (detail::assigned_unsupported, fixed.hpp).
+  template <class U>
+    requires std::is_same_v<U, dual_unsupported>
+  elementwise_jet& operator=(const U&) {
+    detail::assigned_unsupported();
+  }
 };
 
 namespace detail {

@@ -32,6 +32,12 @@ struct jet2 {
   T v;
   std::array<T, static_cast<std::size_t>(N)> g;     // d v / d x_i
   std::array<T, static_cast<std::size_t>(N* N)> h;  // d^2 v / d x_i d x_j, row-major
+  /// `x = op(...)` where op cannot run on jets raises (detail::assigned_unsupported, fixed.hpp).
+  template <class U>
+    requires std::is_same_v<U, dual_unsupported>
+  jet2& operator=(const U&) {
+    detail::assigned_unsupported();
+  }
 };
 
 // A jet2 is a scalar at every level (is_scalar_type_v): shape rules treat it as a number.

@@ -66,6 +66,12 @@ struct scalar_dual {
   std::uint32_t nonzero = ~std::uint32_t{0};
   /// Tangent k is s * d[k] (see the header comment); read it with duals::tangent<k>.
   [[no_unique_address]] detail::duals::scale_t<T> s = detail::duals::scale_t<T>(1.0);
+  /// `x = op(...)` where op cannot run on these numbers raises (detail::assigned_unsupported, fixed.hpp).
+  template <class U>
+    requires std::is_same_v<U, dual_unsupported>
+  scalar_dual& operator=(const U&) {
+    detail::assigned_unsupported();
+  }
 };
 
 template <class X>
@@ -82,7 +88,18 @@ struct base_type<scalar_dual<T, N, S>> : base_type<T> {};
 /// The result of an op the tape-free path cannot carry (see the header comment). Every op on it
 /// gives it again; using it as a truth value throws, since grad never runs such a function on
 /// scalar_duals.
+///
+/// A tape-free value converts to it, so where f puts one beside a dual_unsupported in a construct
+/// of one type (a conditional expression, a braced list to tw::stack or tw::cat) the result is
+/// dual_unsupported too, and the tape-free form declines instead of f failing to compile. A
+/// variable of a tape-free type assigned one raises where that runs (their operator=), and vmap's
+/// loop declines then. What C++ cannot let through stays a compile error: a braced std::vector of
+/// both (its element type is deduced), a lambda returning both.
 struct dual_unsupported {
+  dual_unsupported() = default;
+  template <class X>
+    requires(is_scalar_dual_v<X> || is_fixed_v<X> || is_jet2_v<X> || is_elementwise_jet_v<X>)
+  dual_unsupported(const X&) {}
   explicit operator bool() const { throw error("grad: internal: a function of numbers mixed them with other values"); }
 };
 template <class X>

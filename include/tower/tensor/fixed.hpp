@@ -29,6 +29,19 @@
 
 namespace tower {
 
+struct dual_unsupported;  // scalar_dual.hpp
+
+namespace detail {
+/// A variable of a tape-free form (a tw::fixed, scalar_dual or jet value) assigned the result of
+/// an op that form cannot run (dual_unsupported): its type cannot say so, so it raises where it
+/// runs, and vmap's per-example loop, which catches tower::error, runs batching rules instead.
+[[noreturn]] inline void assigned_unsupported() {
+  throw error(
+      "f assigned the result of an op that does not run on tw::fixed values (nor on grad's forward-mode numbers) to "
+      "a variable that held one; convert the value with tw::to_tensor");
+}
+}  // namespace detail
+
 /// A 1-D tensor of N elements whose size the compiler knows, stored inline; fixed<fixed<T, M>, N>
 /// is an [N, M] tensor. Elementwise ops, sum, dot and vecdot unroll on it, and grad, jacrev,
 /// jacfwd and hessian of a function of fixed values run forward mode without a tape.
@@ -48,6 +61,12 @@ struct fixed {
 
   constexpr T& operator[](std::size_t i) TOWER_INLINE_LAMBDA { return e[i]; }
   constexpr const T& operator[](std::size_t i) const { return e[i]; }
+  /// `x = op(...)` where op cannot run on fixed values raises (detail::assigned_unsupported).
+  template <class U>
+    requires std::is_same_v<U, dual_unsupported>
+  fixed& operator=(const U&) {
+    detail::assigned_unsupported();
+  }
 };
 
 // Values a per-example Hessian hands f (elementwise_jet.hpp, jet2.hpp); declared here so that

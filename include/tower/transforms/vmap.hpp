@@ -347,8 +347,12 @@ struct vmap_transform {
     namespace fz = detail::fused;
     using P = detail::vmap_plan;
     if constexpr (ff::involved<InDims, A...>()) {
+      // As the automatic loop below: an op f's fixed values take in part raises, and the tensor
+      // form runs f.
       if constexpr (fixed_loop<A...>())
-        if (p.form == P::loop) return ff::run<F, InDims>(f, out, p.bs, a...);
+        if (p.form == P::loop) try {
+            return ff::run<F, InDims>(f, out, p.bs, a...);
+          } catch (const error&) {}
       return on_tensors(a...);
     } else if constexpr (std::is_same_v<Strategy, strategy::fused_t> || std::is_same_v<Strategy, strategy::packets_t>) {
       using R = decltype(strategy_result(a...));

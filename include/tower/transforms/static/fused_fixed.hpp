@@ -368,6 +368,11 @@ auto plain_arg(const X& x) {
 // fixed of duals handed to type-erased code makes a dyn::value (dyn_value.hpp); in each case vmap
 // declines and runs batching rules. An op that takes fixed values only in part throws a
 // tower::error on the first example, and batching rules run f instead (vmap_transform::run_plan).
+// f may put such a result beside one the loop takes (dual_unsupported, scalar_dual.hpp): in a
+// braced list to stack or cat, a conditional expression (both decline), or a variable assigned
+// one after the other (raises on the first example). A braced std::vector of both, or a lambda
+// returning both, cannot compile on these values (C++ deduces one type there): such an f needs
+// strategy::batched.
 // The op tables build and pass at the limit (tests/automatic_rows_test.cpp).
 // Define TOWER_AUTOMATIC_FIXED_ROWS (the same in every translation unit of a program) to another
 // limit: 8 covers per-example Hessians on R^8 (vmap(hessian(f))(X) on elementwise jets); each
