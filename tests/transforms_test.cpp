@@ -212,3 +212,45 @@ TEST_CASE("a transform depth chosen at run time: the n-th derivative") {
     require_close(g(value(0.3)).item(), std::pow(2.0, n) * std::exp(0.6), 1e-12);
   }
 }
+
+TEST_CASE("float arguments: Jacobians and Hessians in every form stay float and equal double's to float precision") {
+  // Constants are double literals, as users write them: beside floats they are floats (as
+  // beside a tensor<float>), in the tangents jacfwd seeds and the jets vmap(hessian) runs on.
+  auto f = [](auto x) { return tw::sum(tw::tanh(x) * x) + tw::log(1.0 + tw::sum(x * x)); };
+  auto g = [](auto x) { return tw::sin(x) * 2.0 + 0.5 * x * x; };
+  const tensor<double> X = sample({5, 3}, -1, 1, 41);
+  const std::vector<float> xs(X.data(), X.data() + X.numel());
+  const tensor<float> Xf({5, 3}, xs), xf({3}, std::vector<float>(xs.begin(), xs.begin() + 3));
+  const tensor<double> x = row(X, 0);
+  auto as_double = [](const tensor<float>& t) {
+    return tensor<double>(t.shape(), std::vector<double>(t.data(), t.data() + t.numel()));
+  };
+  auto check = [&](const auto& got, const tensor<double>& want) {
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(got)>, tensor<float>>, "a float result");
+    require_close(as_double(got), want, 2e-5);
+  };
+  check(tw::jacrev(g)(xf), tw::jacrev(g)(x));
+  check(tw::jacfwd(g)(xf), tw::jacrev(g)(x));
+  const tensor<double> H = tw::hessian(f)(x);
+  check(tw::hessian(f)(xf), H);
+  check(tw::jacfwd(tw::jacfwd(f))(xf), H);
+  check(tw::jacrev(tw::jacrev(f))(xf), H);
+  check(tw::jacrev(tw::jacfwd(f))(xf), H);
+  const tensor<double> Hs = tw::vmap(tw::hessian(f), tw::strategy::batched)(X);
+  check(tw::vmap(tw::hessian(f))(Xf), Hs);  // rows of 3: elementwise jets per example
+  check(tw::vmap(tw::hessian(f), tw::strategy::batched)(Xf), Hs);
+  check(tw::vmap(tw::hessian(f), tw::strategy::packets)(Xf), Hs);
+  const tensor<double> Js = tw::vmap(tw::jacrev(g), tw::strategy::batched)(X);
+  check(tw::vmap(tw::jacfwd(g))(Xf), Js);
+  check(tw::vmap(tw::jacfwd(g), tw::strategy::batched)(Xf), Js);
+  check(tw::vmap(tw::jacrev(g))(Xf), Js);
+  // On tw::fixed values of floats (jets directly) and on a float number.
+  const tw::fixed<float, 3> xv{{xs[0], xs[1], xs[2]}};
+  const auto Hv = tw::hessian(f)(xv);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(Hv[0][0])>, float>, "a float Hessian");
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j) CHECK(Hv[i][j] == Approx(H(i, j)).epsilon(2e-5));
+  auto u = [](auto a) { return tw::tanh(a) * a + 1.0 / (1.0 + a * a); };
+  const float d2 = tw::grad(tw::grad(u))(xs[0]);
+  CHECK(d2 == Approx(tw::grad(tw::grad(u))(static_cast<double>(xs[0]))).epsilon(2e-5));
+}

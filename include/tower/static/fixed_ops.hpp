@@ -107,6 +107,21 @@ TOWER_ALWAYS_INLINE auto elementwise(const Op& op, const A&... a) {
   }
 }
 
+/// The element type of the first fixed of numbers among A (void if none): a number beside it
+/// takes that type, as a number beside a tensor<float> does (1.0 - y on floats stays float).
+template <class... A>
+struct numbers_of_fixed {
+  using type = void;
+};
+template <class A, class... R>
+struct numbers_of_fixed<A, R...> : std::conditional_t<is_fixed_v<A> && std::is_arithmetic_v<scalar_t<A>>,
+                                                      std::type_identity<scalar_t<A>>, numbers_of_fixed<R...>> {};
+template <class S, class X>
+TOWER_ALWAYS_INLINE decltype(auto) adopt(const X& x) {
+  if constexpr (!std::is_void_v<S> && std::is_floating_point_v<X>) return static_cast<S>(x);
+  else return (x);
+}
+
 /// x as a tensor if it is a fixed of numbers, else x.
 template <class X>
 decltype(auto) tensor_if_fixed(const X& x) {
@@ -125,7 +140,9 @@ TOWER_ALWAYS_INLINE auto fixed_call(const Op& op, const A&... a) {
       return call_op(op, fixeds::tensor_if_fixed(a)...);
     else return dual_unsupported{};
   } else if constexpr (requires { fixed_rule<Op>::run(op, a...); }) return fixed_rule<Op>::run(op, a...);
-  else if constexpr (is_elementwise_v<Op> && (fixeds::element_like_v<A> && ...)) return fixeds::elementwise(op, a...);
+  else if constexpr (is_elementwise_v<Op> && (fixeds::element_like_v<A> && ...))
+    return fixeds::elementwise(op,
+                               fixeds::adopt<typename fixeds::numbers_of_fixed<std::remove_cvref_t<A>...>::type>(a)...);
   else return dual_unsupported{};
 }
 

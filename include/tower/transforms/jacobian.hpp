@@ -797,7 +797,9 @@ struct jacfwd_transform<F, argnums_t<I...>> : detail::jacobian_entry<jacfwd_tran
     } else {
       const shape_t is = shape(xk);
       const std::int64_t n = numel_of(is);
-      const auto basis = detail::identity_basis<double>(n, is);
+      // Tangents of x's element type (float with float; the runtime path's values are double).
+      using T = std::conditional_t<is_dyn_v<Xk>, double, scalar_type_t<Xk>>;
+      const auto basis = detail::identity_basis<T>(n, is);
       // Batch last needs plain values around it: under an enclosing transform's wrappers every
       // op would move it first again (a transpose each).
       if constexpr (is_runtime_function_v<F> || !(kernels::is_plain_v<A> && ...)) {
