@@ -149,12 +149,18 @@ TEST_CASE("vmap: in_dims out of range for the actual rank, both paths") {
                 {"vmap: at least one argument must be batched"});
 }
 
-TEST_CASE("vmap: out_dims out of range for the result's rank, both paths") {
-  const tensor<double> a = sample({3, 2});
-  require_error([&] { (void)tw::vmap([](auto x) { return x; }, tw::in_dims(0), tw::out_dims(2))(a); },
-                {"dim 2 out of range for rank 2"});
-  require_error([&] { (void)tw::vmap(rfn([](value x) { return x; }), tw::in_dims(0), tw::out_dims(2))(a); },
-                {"dim 2 out of range for rank 2"});
+TEST_CASE("vmap: out_dims out of range for the result's rank, both paths and every form") {
+  const tensor<double> a = sample({3, 2}), wide = sample({70, 2});
+  const std::string message =
+      "vmap: out_dims entry 2 is out of range for an output of shape [3, 2] (its batch dim included)";
+  auto sq = [](auto x) { return tw::sum(x * x); };
+  require_error([&] { (void)tw::vmap([](auto x) { return x; }, tw::in_dims(0), tw::out_dims(2))(a); }, {message});
+  require_error([&] { (void)tw::vmap(tw::grad(sq), tw::out_dims(2))(a); }, {message});  // the per-example loop
+  require_error([&] { (void)tw::vmap(tw::grad(sq), tw::out_dims(-3), tw::strategy::packets)(a); },
+                {"vmap: out_dims entry -3 is out of range for an output of shape [3, 2]"});
+  require_error([&] { (void)tw::vmap(rfn([](value x) { return x; }), tw::in_dims(0), tw::out_dims(2))(a); }, {message});
+  require_error([&] { (void)tw::vmap(rfn([](value x) { return x * 2.0; }), tw::out_dims(2))(wide); },  // traced
+                {"vmap: out_dims entry 2 is out of range for an output of shape [70, 2]"});
 }
 
 TEST_CASE("shape mismatches inside transforms name the op and both shapes, both paths") {

@@ -185,7 +185,7 @@ auto allocate_output(const L& first, std::int64_t out_dim, std::int64_t bs) {
   const auto t = plain_of(first);
   using T = typename std::remove_cvref_t<decltype(t)>::value_type;
   shape_t s = t.shape();
-  const auto d = static_cast<std::size_t>(tensor<T>::normalize_dim(out_dim, static_cast<std::int64_t>(s.size())));
+  const auto d = static_cast<std::size_t>(out_dim_of(out_dim, s));
   s[d] = bs;
   const auto n = static_cast<std::size_t>(numel_of(s));
   return tensor<T>(std::move(s), buffer<T>(n));

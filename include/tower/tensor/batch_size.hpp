@@ -8,6 +8,16 @@
 
 namespace tower::detail {
 
+/// The dim of an output of shape s (its batch dim included) where out_dims' entry d puts the
+/// batch (negative from the end); a tower::error that names vmap's out_dims when d is outside.
+inline std::int64_t out_dim_of(std::int64_t d, const shape_t& s) {
+  const auto r = static_cast<std::int64_t>(s.size());
+  if (d < -r || d >= r)
+    throw error("vmap: out_dims entry " + std::to_string(d) + " is out of range for an output of shape " +
+                shape_str(s) + " (its batch dim included)");
+  return d < 0 ? d + r : d;
+}
+
 /// "argument 1 has size 3 at dim 0": the words of the batch-size mismatch error.
 inline std::string batch_size_source(std::size_t index, std::int64_t n, std::int64_t dim) {
   return "argument " + std::to_string(index) + " has size " + std::to_string(n) + " at dim " + std::to_string(dim);

@@ -163,8 +163,8 @@ auto unbatch(const R& r, std::int64_t out_dim, std::int64_t bs, std::uint64_t se
     return dyn::detail::unbatch(r, out_dim, bs, L, serial);  // f returned runtime values (bridge.hpp)
   } else if constexpr (is_batched_at_v<R, L>) {
     if (r.serial != serial) throw error("vmap: the function returned a value batched by another vmap call");
-    const std::int64_t rank = static_cast<std::int64_t>(shape(r.value).size());
-    const std::int64_t d = tensor<double>::normalize_dim(out_dim, rank);
+    const shape_t s = shape(r.value);
+    const std::int64_t rank = static_cast<std::int64_t>(s.size()), d = out_dim_of(out_dim, s);
     if constexpr (is_tensor_v<decltype(r.value)>)
       if (r.batch_last) {
         if (d == rank - 1) return r.value;  // out_dims -1: where the batch already is
@@ -178,7 +178,7 @@ auto unbatch(const R& r, std::int64_t out_dim, std::int64_t bs, std::uint64_t se
     one.insert(one.begin(), 1);
     full.insert(full.begin(), bs);
     auto b = broadcast_to(reshape(r, one), full);
-    const std::int64_t d = tensor<double>::normalize_dim(out_dim, static_cast<std::int64_t>(full.size()));
+    const std::int64_t d = out_dim_of(out_dim, full);
     return d == 0 ? b : movedim(b, 0, d);
   }
 }

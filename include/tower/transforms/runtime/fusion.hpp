@@ -218,7 +218,7 @@ std::optional<R> run_vmap_fused_program(const Call& call, const std::array<std::
   report.fused = true;
   auto place = [&](auto k) {  // (generic: movedim is instantiated where this runs)
     using V = std::conditional_t<sizeof(k) != 0, value, void>;
-    const std::int64_t d = tensor<double>::normalize_dim(detail::out_dim_at(out_dims, k), results[k].dim());
+    const std::int64_t d = tower::detail::out_dim_of(detail::out_dim_at(out_dims, k), results[k].shape());
     return d == 0 ? V(std::move(results[k])) : movedim(V(std::move(results[k])), 0, d);
   };
   if constexpr (std::is_same_v<R, value>) {

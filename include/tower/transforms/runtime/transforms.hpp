@@ -37,14 +37,14 @@ template <class V>
 V unbatch(const V& r, std::int64_t out_dim, std::int64_t bs, int level, std::uint64_t serial) {
   if (r.level() == level && r.get().serial == serial) {
     const V& p = r.get().inner;
-    const auto d = tensor<double>::normalize_dim(out_dim, p.rank());
+    const auto d = tower::detail::out_dim_of(out_dim, p.shape());
     return d == 0 ? p : movedim(p, 0, d);
   }
   shape_t s = r.shape(), one = s, full = s;
   one.insert(one.begin(), 1);
   full.insert(full.begin(), bs);
   V b = broadcast_to(reshape(r, one), full);
-  const auto d = tensor<double>::normalize_dim(out_dim, static_cast<std::int64_t>(full.size()));
+  const auto d = tower::detail::out_dim_of(out_dim, full);
   return d == 0 ? b : movedim(b, 0, d);
 }
 

@@ -197,7 +197,7 @@ struct column {
   tensor<T> finish(std::int64_t bs, std::int64_t out_dim) {
     if (!rows) data.resize(static_cast<std::size_t>(bs * width));  // a padded block's extra examples
     tensor<T> t = rows ? std::move(*rows) : tensor<T>(shape(bs), std::move(data));
-    const std::int64_t d = tensor<T>::normalize_dim(out_dim, t.dim());
+    const std::int64_t d = out_dim_of(out_dim, t.shape());
     return d == 0 ? t : kernels::movedim(t, 0, d);
   }
 };

@@ -213,7 +213,7 @@ struct stacker {
       s.insert(s.begin(), bs);
       t = tensor<T>(std::move(s), std::move(data));
     }
-    const std::int64_t d = tensor<T>::normalize_dim(out_dim, t.dim());
+    const std::int64_t d = out_dim_of(out_dim, t.shape());
     return d == 0 ? t : kernels::movedim(t, 0, d);
   }
 };
