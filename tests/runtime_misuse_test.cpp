@@ -169,11 +169,18 @@ TEST_CASE("shape mismatches inside transforms name the op and both shapes, both 
   require_error([&] { (void)tw::grad(f)(a); }, {"mul: shapes [3] and [4] are not broadcastable"});
   rfn fr = [&](value x) { return tw::sum(x * b); };
   require_error([&] { (void)tw::grad(fr)(a); }, {"mul: shapes [3] and [4] are not broadcastable"});
-  const tensor<double> A = sample({2, 3});
-  // Under vmap the kernel sees physical shapes: the batch (here 2) is dim 0 of the batched one
-  // (docs/diagnostics.md, "known limits").
-  require_error([&] { (void)tw::vmap(tw::grad(f))(A); }, {"mul: shapes [2, 3] and [4] are not broadcastable"});
-  require_error([&] { (void)tw::vmap(tw::grad(fr))(A); }, {"mul: shapes [2, 3] and [4] are not broadcastable"});
+  const tensor<double> A = sample({2, 3}), Z = sample({5, 2, 3});
+  // Under vmap the kernel sees physical shapes (the batch, here 2, is dim 0 of the batched one);
+  // vmap adds the shapes the op's arguments have per example, those of f's own values, also
+  // under nested vmaps and with the batch last.
+  const std::string per_example = "(inside vmap, where the op's arguments have shapes [3] and [4] per example)";
+  require_error([&] { (void)tw::vmap(tw::grad(f))(A); },
+                {"mul: shapes [2, 3] and [4] are not broadcastable", per_example});
+  require_error([&] { (void)tw::vmap(tw::grad(fr))(A); },
+                {"mul: shapes [2, 3] and [4] are not broadcastable", per_example});
+  require_error([&] { (void)tw::vmap(tw::vmap(f))(Z); }, {"mul: shapes [5, 2, 3] and [4]", per_example});
+  require_error([&] { (void)tw::vmap(tw::vmap(fr))(Z); }, {"mul: shapes [5, 2, 3] and [4]", per_example});
+  require_error([&] { (void)tw::vmap(f, tw::in_dims(1))(tw::transpose(A, 0, 1)); }, {per_example});
   auto g = [&](auto x) { return tw::dot(x, b); };
   require_error([&] { (void)tw::grad(g)(a); }, {"dot: expected two 1-D tensors of the same length", "[3] and [4]"});
 }

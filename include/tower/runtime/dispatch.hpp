@@ -24,6 +24,7 @@
 #include "tower/memory/pool_allocator.hpp"
 #include "tower/runtime/trace.hpp"
 #include "tower/core/zero_tangent.hpp"
+#include "tower/tensor/batch_size.hpp"
 
 namespace tower::runtime {
 
@@ -85,6 +86,18 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
 
   template <class Op, std::size_t N>
   value process(const Op& op, const arg_refs<N>& args) const {
+    try {
+      return process_here(op, args);
+    } catch (const error&) {
+      std::vector<shape_t> shapes;  // the shapes f's values have, not the kernel's
+      for (const value* a : args) shapes.push_back(a->shape());
+      tower::detail::rethrow_per_example(shapes);
+    }
+  }
+
+ private:
+  template <class Op, std::size_t N>
+  value process_here(const Op& op, const arg_refs<N>& args) const {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       if constexpr (is_elementwise_v<Op> && !requires { op.batch_with_entry(e_, batch_size(), arg<I>(args)...); }) {
         // One-element physical values (vmap at batch size 1 of scalar code): the kernel on
@@ -108,7 +121,6 @@ class vmap_interpreter : public interpreter_base<transform_type::vmap> {
     }(std::make_index_sequence<N>{});
   }
 
- private:
   /// x's physical value at this level: its inner value if batched here, else x.
   const value& physical(const value& x) const { return x.level() == level() ? x.get().inner : x; }
   /// The rank x has with a batch dim: its physical rank if batched here, else one more.

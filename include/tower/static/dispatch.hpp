@@ -32,6 +32,7 @@
 #include "tower/static/tape.hpp"
 #include "tower/static/values.hpp"
 #include "tower/core/zero_tangent.hpp"
+#include "tower/tensor/batch_size.hpp"
 
 namespace tower {
 
@@ -125,15 +126,19 @@ struct vmap_interpreter {
 
   template <class Op, class... A>
   auto process(const Op& op, const A&... a) const {
-    if constexpr ((is_tensor_batched_here<A>() || ...)) {
-      if ((batch_last_here(a) || ...)) {
-        // The batch last (batched::batch_last): kept there when the op can, else moved first.
-        using R = decltype(process_batch_first(op, a...));
-        if (auto r = keep_batch_last<R>(op, a...)) return std::move(*r);
-        return process_batch_first(op, batch_first_here(a)...);
+    try {
+      if constexpr ((is_tensor_batched_here<A>() || ...)) {
+        if ((batch_last_here(a) || ...)) {
+          // The batch last (batched::batch_last): kept there when the op can, else moved first.
+          using R = decltype(process_batch_first(op, a...));
+          if (auto r = keep_batch_last<R>(op, a...)) return std::move(*r);
+          return process_batch_first(op, batch_first_here(a)...);
+        }
       }
+      return process_batch_first(op, a...);
+    } catch (const error&) {
+      detail::rethrow_per_example({shape(a)...});  // the shapes f's values have, not the kernel's
     }
-    return process_batch_first(op, a...);
   }
 
   /// Lowering: dispatch on the rest of the stack (the args given are already peeled).

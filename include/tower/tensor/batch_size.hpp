@@ -2,6 +2,8 @@
 // The batch size vmap reads from its arguments, with the errors both paths raise.
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "tower/core/error.hpp"
 #include "tower/tensor/tensor.hpp"
@@ -61,6 +63,37 @@ inline void merge_batch_size(std::size_t index, std::int64_t dim, const shape_t&
   }
   merge_batch_size(index, dim, s, bs, o);
   if (before < 0) first = batch_size_source(index, bs, dim);
+}
+
+/// An error raised while vmap ran an op, with the shapes the op's arguments have per example: the
+/// kernel saw physical shapes (the batch one of their dims), the user wrote f for one example.
+class vmap_op_error : public error {
+ public:
+  vmap_op_error(const std::string& kernel, const std::string& shapes)
+      : error(kernel + " (inside vmap, where the op's arguments have shapes " + shapes + " per example)"),
+        kernel_(kernel) {}
+  const std::string& kernel_message() const { return kernel_; }
+
+ private:
+  std::string kernel_;
+};
+
+/// In a catch block around an op under vmap: rethrows the tower::error being handled as a
+/// vmap_op_error with the op's per-example argument shapes. An error an inner vmap worded is
+/// worded again here, so the outermost vmap's shapes (those of f's own values) are the ones shown.
+[[noreturn]] inline void rethrow_per_example(const std::vector<shape_t>& shapes) {
+  std::string kernel;
+  try {
+    throw;
+  } catch (const vmap_op_error& e) {
+    kernel = e.kernel_message();
+  } catch (const error& e) {
+    kernel = std::string(e.what()).substr(std::string_view("tower: ").size());
+  }
+  std::string words;
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    words += (i == 0 ? "" : i + 1 == shapes.size() ? " and " : ", ") + shape_str(shapes[i]);
+  throw vmap_op_error(kernel, words);
 }
 
 inline void require_batched(std::int64_t bs) {
