@@ -229,6 +229,12 @@ inline constexpr bool is_number_value_v = std::is_arithmetic_v<X> || is_fixed_v<
   };
 
 namespace detail {
+/// pow's base in its a-derivative b a^(b - 1): 1 where b == 0, so that the derivative there is 0
+/// (torch's and JAX's) and not 0 * inf at a = 0, and its own derivative is finite too.
+template <class A, class B>
+auto pow_base(const A& a, const B& b) {
+  return where(eq(b, 0.0), 1.0, a);
+}
 /// log(a) where a > 0 and 0 elsewhere, with a finite derivative everywhere (pow's b-derivative).
 template <class A>
 auto log_where_positive(const A& a) {
@@ -264,8 +270,8 @@ TOWER_BINARY_OP(add, x + y,  g,            g,                   detail::shaped_l
 TOWER_BINARY_OP(sub, x - y,  g,            -g,                  detail::shaped_like(ta - tb, out))
 TOWER_BINARY_OP(mul, x * y,  g * b,        g * a,               ta * b + a * tb)
 TOWER_BINARY_OP(div, x / y,  g / b,        -(g / b) * out,      (ta - out * tb) / b)
-TOWER_BINARY_OP(pow, std::pow(x, y),  g * b * pow(a, b - 1.0),  g * out * detail::log_where_positive(a),
-                ta * b * pow(a, b - 1.0) + tb * out * detail::log_where_positive(a))
+TOWER_BINARY_OP(pow, std::pow(x, y),  g * b * pow(detail::pow_base(a, b), b - 1.0),  g * out * detail::log_where_positive(a),
+                ta * b * pow(detail::pow_base(a, b), b - 1.0) + tb * out * detail::log_where_positive(a))
 // maximum and minimum propagate NaN from either side, as torch's.
 TOWER_BINARY_OP(maximum, x > y || x != x ? x : y,  g * detail::max_share(a, b),  g * detail::max_share(b, a),
                 ta * detail::max_share(a, b) + tb * detail::max_share(b, a))

@@ -149,6 +149,28 @@ TEST_CASE("prod's higher derivatives at zero elements are exact") {
   }
 }
 
+TEST_CASE("pow's derivative at a zero base is torch's where the exponent is 0 or 1: 0, not 0 * inf") {
+  // d/dx x^b = b x^(b - 1) is 0 * inf at x = 0 for b = 0, and so is the second derivative for b = 1.
+  check_edges("pow(x, 0)", [](auto x) { return tw::pow(x, 0.0); },
+              {at(vec({0, 2, -1}), vec({1, 1, 1}), vec({0, 0, 0}))});
+  check_edges("pow(x, 1)", [](auto x) { return tw::pow(x, 1.0); },
+              {at(vec({0, 2, -1}), vec({0, 2, -1}), vec({1, 1, 1}))});
+  check_number_edges("pow of a number", [](auto x) { return tw::pow(x, 0.0) + tw::pow(x, 1.0); }, {{{0.0, 1.0, 1.0}}});
+  // Second derivatives of 1 + x + x^2 + x^3: 2 + 6 x, on every path and form.
+  auto f = [](auto x) { return tw::sum(tw::pow(x, 0.0) + tw::pow(x, 1.0) + tw::pow(x, 2.0) + tw::pow(x, 3.0)); };
+  std::function<value(value)> fr = [f](value x) { return f(x); };
+  const tensor<double> x = vec({0, 0, 1}), H = mat(3, 3, {2, 0, 0, 0, 2, 0, 0, 0, 8});
+  require_same("static hessian", tw::hessian(f)(x), H);
+  require_same("static jacrev(jacfwd)", tw::jacrev(tw::jacfwd(f))(x), H);
+  require_same("runtime hessian", tw::hessian(fr)(value(x)).to_tensor(), H);
+  const tensor<double> X = tw::stack({x, x});
+  const tensor<double> HH = tw::stack({H, H});
+  require_same("vmap(hessian), elementwise jets", tw::vmap(tw::hessian(f))(X), HH);
+  require_same("vmap(hessian), batching rules", tw::vmap(tw::hessian(f), tw::strategy::batched)(X), HH);
+  require_same("runtime vmap(hessian)", tw::vmap(tw::hessian(fr))(value(X)).to_tensor(), HH);
+  CHECK(tw::grad(tw::grad([](auto a) { return tw::pow(a, 1.0); }))(0.0) == 0.0);
+}
+
 TEST_CASE("norm's derivative at a zero vector is 0 (torch's subgradient), p = 1, 2, inf") {
   const std::vector<edge_case> zero{at(vec({0, 0, 0}), num(0), vec({0, 0, 0})), at(vec({0}), num(0), vec({0}))};
   check_edges("norm", [](auto x) { return tw::norm(x); }, zero);
