@@ -273,3 +273,36 @@ TEST_CASE("an error caught inside an outer transform leaves the outer transform'
   }
   REQUIRE(tw::interpreter_stack_depth() == 0);
 }
+
+namespace {
+// A user's own kind of tower::error, raised by a user op's kernel.
+struct refused : tw::error {
+  refused() : tw::error("refused: the kernel says no") {}
+};
+struct refusing_op {
+  static constexpr const char* name = "refusing";
+  template <class X>
+  auto base(const X& x) const {
+    if (tw::shape(x) == tw::shape_t{2, 3}) throw refused();
+    if (tw::shape(x) == tw::shape_t{2, 4}) throw tw::error("refusing: shape [2, 4]");
+    return x;
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return tw::call_op(*this, x.value);
+  }
+};
+}  // namespace
+
+TEST_CASE(
+    "an error a kernel raises under vmap gets the per-example shapes; a user's own kind of error keeps its type") {
+  auto f = [](auto x) { return tw::call_op(refusing_op{}, x); };
+  std::function<value(value)> fr = [](value x) { return tw::call_op(refusing_op{}, x); };
+  REQUIRE_THROWS_AS(tw::vmap(f)(sample({2, 3})), refused);
+  REQUIRE_THROWS_AS(tw::vmap(fr)(sample({2, 3})), refused);
+  REQUIRE_THROWS_WITH(tw::vmap(f)(sample({2, 3})), "tower: refused: the kernel says no");
+  const std::string worded =
+      "tower: refusing: shape [2, 4] (inside vmap, where the op's arguments have shapes [4] per example)";
+  REQUIRE_THROWS_WITH(tw::vmap(f)(sample({2, 4})), worded);
+  REQUIRE_THROWS_WITH(tw::vmap(fr)(sample({2, 4})), worded);
+}

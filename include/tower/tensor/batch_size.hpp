@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 #include <vector>
 
 #include "tower/core/error.hpp"
@@ -88,6 +89,7 @@ class vmap_op_error : public error {
   } catch (const vmap_op_error& e) {
     kernel = e.kernel_message();
   } catch (const error& e) {
+    if (typeid(e) != typeid(error)) throw;  // a user's own kind of tower::error keeps its type
     kernel = std::string(e.what()).substr(std::string_view("tower: ").size());
   }
   std::string words;
