@@ -223,6 +223,26 @@ struct element_cast_op {
   }
 };
 
+/// cast<T>(x): x with its elements converted to T (float or double), differentiable under every
+/// transform, Eigen's `.cast<T>()` and JAX's `astype`; the gradient comes back in x's element
+/// type. The runtime path computes in double only.
+/// \code
+/// auto x = tw::tensor<double>({2}, {1.5, 2.5});
+/// tw::tensor<float> y = tw::cast<float>(x);
+/// tw::tensor<double> g = tw::grad([](auto v) { return tw::sum(tw::cast<float>(v) * 2.0f); })(x);
+/// if (y(1) != 2.5f || g(0) != 2.0 || g(1) != 2.0) throw std::runtime_error("cast");
+/// \endcode
+template <class T, operand X>
+auto cast(const X& x) {
+  static_assert(std::is_same_v<T, double> || std::is_same_v<T, float>, "tw::cast<T>: T must be double or float");
+  if constexpr (is_dyn_v<X>) {
+    static_assert(std::is_same_v<T, double>, "tw::cast<float>: the runtime path computes in double only");
+    return x;
+  } else {
+    return call_op(element_cast_op<T>{}, x);
+  }
+}
+
 /// Creation ops: their result does not depend on x's values, so grad does not record them.
 struct ones_like_op {
   static constexpr const char* name = "ones_like";

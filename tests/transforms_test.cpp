@@ -254,3 +254,24 @@ TEST_CASE("float arguments: Jacobians and Hessians in every form stay float and 
   const float d2 = tw::grad(tw::grad(u))(xs[0]);
   CHECK(d2 == Approx(tw::grad(tw::grad(u))(static_cast<double>(xs[0]))).epsilon(2e-5));
 }
+
+TEST_CASE("tw::cast: a function computing partly in float has double's derivatives to float precision") {
+  // Mixed precision as JAX's astype: sin in float, the rest in double; every gradient comes back
+  // in the argument's element type.
+  auto mixed = [](auto x) { return tw::sum(tw::cast<double>(tw::sin(tw::cast<float>(x)) * 2.0f) * x); };
+  auto plain = [](auto x) { return tw::sum(tw::sin(x) * 2.0 * x); };
+  for (std::int64_t n : {3, 12}) {  // automatic rows and the batching rules
+    const tensor<double> X = sample({5, n}, -1, 1, 43);
+    const tensor<double> G = tw::vmap(tw::grad(plain))(X);
+    require_close(tw::vmap(tw::grad(mixed))(X), G, 1e-6);
+    require_close(tw::vmap(tw::jacfwd(mixed))(X), G, 1e-6);
+    require_close(tw::vmap(tw::grad(mixed), tw::strategy::packets)(X), G, 1e-6);
+    require_close(tw::vmap(tw::hessian(mixed))(X), tw::vmap(tw::hessian(plain))(X), 1e-6);
+  }
+  const tensor<float> y = tw::cast<float>(tensor<double>({2}, {0.1, 2.5}));
+  CHECK(y(0) == 0.1f);
+  auto cube = [](auto a) { return tw::cast<double>(tw::cast<float>(a) * tw::cast<float>(a) * tw::cast<float>(a)); };
+  CHECK(tw::grad(tw::grad(cube))(0.5) == Approx(3.0).epsilon(1e-6));
+  std::function<value(value)> fr = [](value x) { return tw::sum(tw::cast<double>(x) * x); };
+  require_close(tw::grad(fr)(value(tensor<double>({2}, {1, 2}))).to_tensor(), tensor<double>({2}, {2, 4}), 0);
+}
