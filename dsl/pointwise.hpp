@@ -5,7 +5,8 @@
 //   unary:       neg abs sign exp expm1 log log1p sqrt rsqrt square sin cos tan tanh sinh cosh
 //                asin acos atan sigmoid softplus relu erf reciprocal
 //   binary:      add sub mul div pow maximum minimum atan2 (broadcasting, scalars either side)
-//   comparisons: eq ne lt le gt ge (0/1 values, not differentiated), where(cond, a, b)
+//   comparisons: eq ne lt le gt ge (0/1 values, not differentiated), where(cond, a, b),
+//   stop_gradient (x, not differentiated)
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -316,6 +317,27 @@ TOWER_COMPARE_OP(le, x <= y)
 TOWER_COMPARE_OP(gt, x > y)
 TOWER_COMPARE_OP(ge, x >= y)
 #undef TOWER_COMPARE_OP
+
+/// stop_gradient(x): x, as a constant to every transform (JAX's `lax.stop_gradient`, torch's
+/// `detach`): no derivative flows through it, in reverse or forward mode, at any level.
+/// \code
+/// // d/dx [x * stop_gradient(x)] = stop_gradient(x) = x, not 2 x
+/// if (tw::grad([](auto x) { return x * tw::stop_gradient(x); })(3.0) != 3.0) throw std::runtime_error("stop_gradient");
+/// \endcode
+struct stop_gradient_op {
+  static constexpr const char* name = "stop_gradient";
+  static constexpr bool elementwise = true;
+  static constexpr bool differentiable = false;
+  template <class X>
+  TOWER_ALWAYS_INLINE auto base(const X& x) const {
+    return kernels::map(x, [](auto v) TOWER_INLINE_LAMBDA { return v; });
+  }
+  template <class BS, class X>
+  auto batch(BS, const X& x) const {
+    return call_op(*this, x.value);
+  }
+};
+inline constexpr op_fn<stop_gradient_op> stop_gradient{};
 
 /// where(cond, a, b): a where cond is nonzero, else b; all three broadcast. Differentiable in a
 /// and b (cond gets a zero gradient).

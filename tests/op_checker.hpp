@@ -16,7 +16,8 @@
 //   batch 1    vmap and vmap(grad) of one example, both paths (the runtime path runs one-element
 //              values as kernels on doubles), against f on the example;
 //   traced     for rows marked so: the runtime path's automatic form ran the traced program;
-//   scalars    for rows marked so: double arguments under grad and grad(grad), both paths;
+//   scalars    for rows marked so: double arguments under grad and grad(grad), both paths (a zero
+//              gradient for an argument not differentiated);
 //   fixed      for rows marked so (with_fixed): the row on tw::fixed values (3-vectors, numbers,
 //              size-1 vectors) against tensors: values, grad (tape-free against the tape), grad
 //              of grad, hessian (elementwise jets against central differences of the tape's
@@ -525,6 +526,10 @@ void check_sample(const Row& r, const sampler<N>& draw, unsigned seed) {
         auto fs = [f](auto... v) { return f(v...) * 1.0; };
         const inputs<N> gs = grads_array<N>(std::apply(grad_all<N>(fs), xs));
         for (std::size_t i = 0; i < N; ++i) {
+          if (!r.diff[i]) {  // not differentiated (a condition, stop_gradient): a zero gradient
+            require_close(gs[i].item(), 0.0, 0);
+            continue;
+          }
           std::array<double, N> xp = xs, xm = xs;
           xp[i] += fd_step;
           xm[i] -= fd_step;

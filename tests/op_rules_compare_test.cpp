@@ -57,3 +57,44 @@ TEST_CASE("comparisons, where and creation ops: every rule, both paths") {
   counter().report("comparisons, where, creation");
   REQUIRE(counter().total() > 300);
 }
+
+TEST_CASE("stop_gradient: the value in every form, no derivative through it at any level, both paths") {
+  counter() = {};
+  // Its value under every physical form of vmap; the rows have no derivative to check.
+  auto sg_row =
+      traced(with_scalars(prim<1>("stop_gradient", tw::stop_gradient_op{},
+                                  {uniform<1>({shape_t{}}), uniform<1>({shape_t{3}}), uniform<1>({shape_t{2, 3}})})));
+  sg_row.diff = {false};
+  check_table(std::make_tuple(sg_row));
+  counter().report("stop_gradient");
+  REQUIRE(counter().total() > 10);
+  // sum(x^2 stop_gradient(x)): gradient 2 x stop_gradient(x) = 2 x^2 (x^3 would give 3 x^2),
+  // Hessian diag(2 x).
+  auto f = [](auto x) { return tw::sum(x * x * tw::stop_gradient(x)); };
+  std::function<tw::dyn::value(tw::dyn::value)> fr = [](tw::dyn::value x) {
+    return tw::sum(x * x * tw::stop_gradient(x));
+  };
+  for (std::int64_t n : {3, 12}) {  // automatic rows and the batching rules
+    const tw::tensor<double> X = sample({4, n}, -1, 1, 7), G = X * X * 2.0;
+    tw::tensor<double> H = tw::zeros<double>({4, n, n});
+    for (std::int64_t b = 0; b < 4; ++b)
+      for (std::int64_t i = 0; i < n; ++i) H.data()[(b * n + i) * n + i] = 2 * X(b, i);
+    require_close(tw::vmap(tw::grad(f))(X), G, 1e-14);
+    require_close(tw::vmap(tw::grad(f), tw::strategy::batched)(X), G, 1e-14);
+    require_close(tw::vmap(tw::grad(f), tw::strategy::packets)(X), G, 1e-14);
+    require_close(tw::vmap(tw::jacfwd(f))(X), G, 1e-14);
+    require_close(tw::vmap(tw::grad(fr))(X).to_tensor(), G, 1e-14);
+    require_close(tw::vmap(tw::jacfwd(fr))(X).to_tensor(), G, 1e-14);
+    require_close(tw::vmap(tw::hessian(f))(X), H, 1e-14);
+    require_close(tw::vmap(tw::hessian(f), tw::strategy::batched)(X), H, 1e-14);
+    require_close(tw::vmap(tw::jacrev(tw::jacrev(f)))(X), H, 1e-14);
+    require_close(tw::vmap(tw::hessian(fr))(X).to_tensor(), H, 1e-14);
+  }
+  auto u = [](auto x) { return x * x * tw::stop_gradient(x); };
+  CHECK(tw::grad(u)(0.7) == Approx(0.98).epsilon(1e-15));
+  CHECK(tw::grad(tw::grad(u))(0.7) == Approx(1.4).epsilon(1e-15));
+  CHECK(std::get<1>(tw::jvp(u, std::tuple{0.7}, std::tuple{1.0})) == Approx(0.98).epsilon(1e-15));
+  const auto gv =
+      tw::grad([](auto x) { return tw::sum(x * x * tw::stop_gradient(x)); })(tw::fixed<double, 3>{{0.5, -1.0, 2.0}});
+  CHECK((gv[0] == 0.5 && gv[1] == 2.0 && gv[2] == 8.0));
+}
