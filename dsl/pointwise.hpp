@@ -6,7 +6,7 @@
 //                asin acos atan sigmoid softplus relu erf reciprocal
 //   binary:      add sub mul div pow maximum minimum atan2 (broadcasting, scalars either side)
 //   comparisons: eq ne lt le gt ge (0/1 values, not differentiated), where(cond, a, b),
-//   stop_gradient (x, not differentiated)
+//   stop_gradient (x, not differentiated); clamp (composed of them)
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -387,6 +387,19 @@ TOWER_ALWAYS_INLINE auto operator/(const A& a, const B& b) {
 template <tower_value A>
 TOWER_ALWAYS_INLINE auto operator-(const A& a) {
   return call_op(neg_op{}, a);
+}
+
+/// clamp(x, lo, hi): x limited to [lo, hi] (torch's `clamp`, JAX's `clip`); lo and hi are numbers
+/// or values that broadcast with x. The derivative in x is 1 on [lo, hi], bounds included (torch's
+/// convention), and 0 outside, where it flows to the bound; NaN stays NaN.
+/// \code
+/// auto x = tw::tensor<double>({3}, {-2, 0.5, 3});
+/// if (tw::clamp(x, -1.0, 1.0)(0) != -1 || tw::clamp(x, -1.0, 1.0)(1) != 0.5) throw std::runtime_error("clamp");
+/// if (tw::grad([](auto v) { return tw::clamp(v, 0.0, 1.0); })(1.0) != 1.0) throw std::runtime_error("at a bound");
+/// \endcode
+template <operand X, operand L, operand H>
+auto clamp(const X& x, const L& lo, const H& hi) {
+  return where(lt(x, lo), lo, where(gt(x, hi), hi, x));
 }
 
 namespace detail {
