@@ -329,6 +329,8 @@ auto cat(const std::vector<X>& xs, std::int64_t dim = 0) {
     std::vector<const X*> parts;
     for (const auto& x : xs) parts.push_back(&x);
     return kernels::cat(parts.data(), parts.size(), dim);
+  } else if constexpr (is_dual_unsupported_v<decltype(call_op(cat_op{dim}, xs[0], xs[0]))>) {
+    return dual_unsupported{};  // tape-free values (numbers under vmap's per-example loop): it declines
   } else {
     if constexpr (is_dyn_v<X>) {
       if (std::all_of(xs.begin(), xs.end(), [](const X& x) { return x.is_plain(); })) {

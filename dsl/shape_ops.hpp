@@ -110,8 +110,8 @@ struct movedim_op {
   static constexpr bool linear = true;  // runtime/trace.hpp
   std::int64_t src, dst;
   template <class X>
+    requires is_tensor_v<X>
   auto base(const X& x) const {
-    static_assert(is_tensor_v<X>, "movedim: needs a tensor");
     return kernels::movedim(x, src, dst);
   }
   template <class BS, class X>

@@ -262,3 +262,32 @@ TEST_CASE("automatic rows: a second-order loop's padded and overlapping blocks s
     require_close(Hl, tw::movedim(H, 0, -1), 1e-14);
   }
 }
+
+TEST_CASE("automatic rows: ops of tensors only (movedim, cat, trace, index_select) make the loop decline") {
+  // Each compiles f on numbers, fixed values or jets too; there the op has no form, and the loop
+  // declines to batching rules instead of failing to compile.
+  const tw::tensor<double> X = sample({4, 3}, -1, 1, 61), M = sample({4, 2, 3}, -1, 1, 62),
+                           S = sample({4, 3, 3}, -1, 1, 63);
+  auto loop_of = [](auto g, const tw::tensor<double>& A) {
+    std::vector<tw::tensor<double>> rows;
+    for (std::int64_t b = 0; b < A.shape()[0]; ++b) rows.push_back(g(tw::testing::row(A, b)));
+    return tw::stack(rows);
+  };
+  auto cat2 = [](auto x) { return tw::sum(tw::sin(tw::cat({x, x * x}))); };  // cos x + 2 x cos x^2
+  require_close(tw::vmap(tw::grad(cat2))(X), tw::cos(X) + X * 2.0 * tw::cos(X * X), 1e-13);
+  const tw::tensor<double> X9 = sample({4, 9}, -1, 1, 64);
+  require_close(tw::vmap(tw::grad(cat2))(X9), tw::cos(X9) + X9 * 2.0 * tw::cos(X9 * X9), 1e-13);
+  auto moved = [](auto x) {
+    return tw::sum(tw::sin(tw::movedim(x, 0, 1)) * tw::reshape(tw::arange<double>(6), {3, 2}));
+  };
+  require_close(tw::vmap(tw::grad(moved))(M), loop_of(tw::grad(moved), M), 1e-14);
+  auto tr = [](auto x) { return tw::trace(tw::matmul(x, x)); };  // d/dX tr(X X) = 2 X^T
+  require_close(tw::vmap(tw::grad(tr))(S), tw::movedim(S, 1, 2) * 2.0, 1e-13);
+  require_close(tw::vmap(tw::jacrev(tr))(S), tw::movedim(S, 1, 2) * 2.0, 1e-13);
+  const tw::tensor<double> X5 = sample({4, 5}, -1, 1, 65);
+  auto picked = [](auto x) { return tw::sum(tw::sin(tw::index_select(x, 0, {4, 1}))); };
+  tw::tensor<double> H = tw::zeros<double>({4, 5, 5});
+  for (std::int64_t b = 0; b < 4; ++b)
+    for (std::int64_t i : {1, 4}) H.data()[(b * 5 + i) * 5 + i] = -std::sin(X5(b, i));
+  require_close(tw::vmap(tw::hessian(picked))(X5), H, 1e-14);
+}

@@ -96,6 +96,7 @@ struct base_type<scalar_dual<T, N, S>> : base_type<T> {};
 /// loop declines then. What C++ cannot let through stays a compile error: a braced std::vector of
 /// both (its element type is deduced), a lambda returning both.
 struct dual_unsupported {
+  using scalar_type = double;  // constants an op builds beside it (trace's identity) are doubles
   dual_unsupported() = default;
   template <class X>
     requires(is_scalar_dual_v<X> || is_fixed_v<X> || is_jet2_v<X> || is_elementwise_jet_v<X>)
@@ -326,6 +327,14 @@ TOWER_ALWAYS_INLINE D push_tangents(const T& out, const P& partials, const A&...
   }
 }
 
+/// Whether Op's kernel takes the numbers under every level (false for an op of tensors only).
+template <class Op, class... A>
+constexpr bool has_number_kernel() {
+  using I = typename duals::innermost<typename duals::deepest<A...>::type>::type;
+  if constexpr (std::is_arithmetic_v<I>) return has_base_kernel_v<Op, std::conditional_t<true, I, A>...>;
+  else return true;
+}
+
 /// An op on scalar_duals (call_op routes here): the kernel on the values, the local partials from
 /// the VJP rule with a unit cotangent, the tangents through them.
 template <class Op, class... A>
@@ -333,6 +342,8 @@ TOWER_ALWAYS_INLINE auto dual_call(const Op& op, const A&... a) {
   namespace du = duals;
   if constexpr (((!is_scalar_dual_v<A> && !std::is_arithmetic_v<A> && !lane_constant_v<A, A...>) || ...)) {
     return dual_unsupported{};
+  } else if constexpr (!has_number_kernel<Op, A...>()) {
+    return dual_unsupported{};  // an op of tensors only (movedim): the tape's job
   } else {
     using D = typename du::deepest<A...>::type;
     using T = typename D::value_type;

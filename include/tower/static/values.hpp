@@ -149,10 +149,22 @@ struct base_type<dual<P, T, L>> : base_type<P> {};
 template <class X>
 using base_type_t = typename base_type<std::remove_cvref_t<X>>::type;
 
-/// Element type (double or float) of any static value, also of a tw::fixed of grad's tape-free
-/// numbers (scalar_dual), which vmap's fixed path hands f.
+namespace detail {
 template <class X>
-using scalar_type_t = kernels::element_t<base_type_t<detail::fixeds::scalar_t<base_type_t<X>>>>;
+struct element_type_of {
+  using type = kernels::element_t<X>;
+};
+template <class X>
+  requires requires { typename X::scalar_type; }
+struct element_type_of<X> {  // a value of several elements that is not a fixed (elementwise_jet)
+  using type = typename X::scalar_type;
+};
+}  // namespace detail
+
+/// Element type (double or float) of any static value, also of a tw::fixed of grad's tape-free
+/// numbers (scalar_dual) and of the jets vmap's per-example forms hand f.
+template <class X>
+using scalar_type_t = typename detail::element_type_of<base_type_t<detail::fixeds::scalar_t<base_type_t<X>>>>::type;
 
 /// True when X is, at every level, a bare scalar (no tensor and no batch anywhere inside).
 template <class X>
