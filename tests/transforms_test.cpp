@@ -275,3 +275,46 @@ TEST_CASE("tw::cast: a function computing partly in float has double's derivativ
   std::function<value(value)> fr = [](value x) { return tw::sum(tw::cast<double>(x) * x); };
   require_close(tw::grad(fr)(value(tensor<double>({2}, {1, 2}))).to_tensor(), tensor<double>({2}, {2, 4}), 0);
 }
+
+TEST_CASE("forward mode keeps one type through f: a reassigned variable, a braced list, dropout") {
+  // A tangent gets every level of its primal when jvp seeds it (jacfwd's basis under vmap, a
+  // tangent given inside a grad), so x's tangent and an op's on x have one type.
+  auto f = [](auto x) {
+    auto h = x;
+    for (int i = 0; i < 3; ++i) h = tw::tanh(h * 0.5 + 0.1);
+    return tw::sum(h * x);
+  };
+  for (std::int64_t n : {3, 10}) {  // automatic rows and the batching rules
+    const tensor<double> X = sample({4, n}, -1, 1, 47);
+    const tensor<double> H = tw::vmap(tw::jacrev(tw::jacrev(f)))(X), G = tw::vmap(tw::grad(f))(X);
+    require_close(tw::vmap(tw::jacfwd(f))(X), G, 1e-13);
+    require_close(tw::vmap(tw::hessian(f))(X), H, 1e-12);
+    require_close(tw::vmap(tw::hessian(f), tw::strategy::batched)(X), H, 1e-12);
+    require_close(tw::vmap(tw::jacfwd(tw::jacfwd(f)))(X), H, 1e-12);
+    require_close(tw::vmap(tw::jacrev(tw::jacfwd(f)))(X), H, 1e-12);
+    std::function<value(value)> fr = [&](value x) { return f(x); };
+    require_close(tw::vmap(tw::hessian(fr))(X).to_tensor(), H, 1e-12);
+    const tensor<double> x = row(X, 0), v = row(X, 1);
+    require_close(tw::jacrev(tw::jacfwd(f))(x), row(H, 0), 1e-12);
+    require_close(tw::jacfwd(tw::jacfwd(f))(x), row(H, 0), 1e-12);
+    // grad of a jvp: d/dy <grad f(y), v> = H v
+    auto Hv = tw::grad([&](auto y) { return std::get<1>(tw::jvp(f, std::tuple{y}, std::tuple{v})); })(x);
+    require_close(Hv, tw::matmul(row(H, 0), v), 1e-12);
+    // A braced list of x and sin(x): torch.stack([x, x.sin()]).
+    auto st = [](auto y) { return tw::stack({y, tw::sin(y)}, 0); };
+    require_close(tw::vmap(tw::jacfwd(st))(X), tw::vmap(tw::jacrev(st))(X), 1e-14);
+    // dropout's two forms (eval and training) have one type: d/dx dropout(x) = mask / (1 - p).
+    tw::manual_seed(3);
+    const tensor<double> J =
+        tw::vmap(tw::jacfwd([](auto y) { return tw::dropout(y, 0.5); }), tw::randomness::different)(X);
+    std::int64_t kept = 0;
+    for (std::int64_t b = 0; b < 4; ++b)
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          const double d = J.data()[(b * n + i) * n + j];
+          CHECK((i == j ? (d == 0.0 || d == 2.0) : d == 0.0));
+          kept += i == j && d == 2.0;
+        }
+    CHECK((kept > 0 && kept < 4 * n));
+  }
+}

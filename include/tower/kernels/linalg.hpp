@@ -172,6 +172,15 @@ void product_into(const T* l, std::int64_t rows, std::int64_t k, const T* r, std
   if (rows == k && m >= 8 && k >= 8 && is_diagonal(l, k) && diagonal_product(l, k, r, m, r_transposed, out)) return;
   thread_local std::vector<std::int64_t> pos;  // positions, up to n / 8 of them: not a shape
   if (m >= 8 && rows * k >= 64 && sparse_positions(l, rows * k, pos) && all_finite(r, k * m)) {
+    // A transposed r with more nonzeros of l than r has rows (a stack of bases: jacfwd under vmap)
+    // is transposed once, so that every axpy reads a contiguous row.
+    thread_local std::vector<T> r_rows;  // k x m entries, not a shape
+    if (r_transposed && static_cast<std::int64_t>(pos.size()) > k) {
+      r_rows.resize(static_cast<std::size_t>(k * m));
+      transpose_into(r, m, k, r_rows.data());
+      r = r_rows.data();
+      r_transposed = false;
+    }
     // pos ascends, so rows come in order: a row's first nonzero writes it, later ones add to it,
     // and only rows without a nonzero are zero-filled (each row written once for a basis).
     std::int64_t filled = 0;  // rows [0, filled) are written

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "dsl/pointwise.hpp"
 #include "dsl/shape_ops.hpp"
 #include "tower/static/diagnostics.hpp"
 #include "tower/core/grad_mode.hpp"
@@ -37,6 +38,18 @@ auto split_dual(const R& r) {
   else return std::make_pair(r, zeros_like(r));
 }
 
+/// The tangent with every level of its primal. A tangent may lack some (jacfwd's basis under vmap
+/// is not batched at vmap's level; a tangent given from outside a grad is not a grad value), and
+/// then x's tangent and the tangent of an op on x (t * cos(x), which has them) differ in type: a
+/// variable reassigned in f (`h = tanh(h)` in a loop) or a braced list of x and sin(x) would not
+/// compile. t + where(1, 0, p) is t with p's levels (zeros, a zero derivative, NaN-safe); a
+/// tangent that has them all is kept as it is.
+template <class P, class T>
+auto tangent_with_levels_of(const P& p, const T& t) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<decltype(t + where(1.0, 0.0, p))>, T>) return t;
+  else return t + where(1.0, 0.0, p);
+}
+
 template <int Floor, class F, class... P, class... T>
 auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
   constexpr int L = pytree_level<P..., T...>() + 1;
@@ -53,7 +66,8 @@ auto jvp_static(const F& f, const std::tuple<P...>& primals, const std::tuple<T.
             if (shape(p) != shape(t))
               throw error("jvp: tangent " + std::to_string(I) + " has shape " + shape_str(shape(t)) +
                           " but its primal has shape " + shape_str(shape(p)));
-            return dual<std::remove_cvref_t<decltype(p)>, std::remove_cvref_t<decltype(t)>, Lv>{p, t, serial};
+            auto tl = tangent_with_levels_of(p, t);
+            return dual<std::remove_cvref_t<decltype(p)>, decltype(tl), Lv>{p, std::move(tl), serial};
           },
           std::get<I>(primals), std::get<I>(tangents))...);
     }(std::index_sequence_for<P...>{});
