@@ -462,6 +462,19 @@ TEST_CASE("parallel: an exception in one grain reaches the caller, and every thr
     const tensor<double> A = sample({300, 2}, -1, 1, 19), B = sample({301, 2}, -1, 1, 20);
     require_same_outcome([&] { return tw::vmap([](auto a, auto b) { return a * b; })(A, B); },
                          [&] { return tw::vmap([](auto a, auto b) { return a * b; }, tw::parallel(4, 64))(A, B); });
+    // A kernel's error names the example by its index in the whole batch, as the serial vmap's
+    // does, not in its grain, on both paths.
+    tensor<double> S = tw::zeros<double>({1000, 2, 2});
+    for (std::int64_t b = 0; b < 1000; ++b) S.data()[4 * b] = S.data()[4 * b + 3] = 2;
+    S.data()[4 * 777] = -1;
+    auto chol = [](auto a) { return tw::sum(tw::cholesky(a)); };
+    std::function<value(value)> chol_r = [](value a) { return tw::sum(tw::cholesky(a)); };
+    require_same_outcome([&] { return tw::vmap(tw::grad(chol))(S); },
+                         [&] { return tw::vmap(tw::grad(chol), tw::parallel(4, 64))(S); });
+    require_same_outcome([&] { return tw::vmap(tw::grad(chol_r))(S).to_tensor(); },
+                         [&] { return tw::vmap(tw::grad(chol_r), tw::parallel(4, 64))(S).to_tensor(); });
+    REQUIRE_THROWS_WITH(tw::vmap(tw::grad(chol), tw::parallel(4, 64))(S),
+                        Catch::Contains("matrix 777 of shape [1000, 2, 2] is not positive definite"));
   }
   REQUIRE(tw::interpreter_stack_depth() == 0);
   REQUIRE(tw::is_grad_enabled());

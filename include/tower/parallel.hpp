@@ -19,8 +19,9 @@
 // vmap or jvp, a capturing f inside a transform, random ops, a batch of at most one grain) the
 // serial vmap runs on the calling thread: slower, never different.
 //
-// An exception in a grain reaches the caller unchanged (the first failing grain's); every
-// thread's interpreter stack and grad mode are restored whatever happens.
+// An exception in a grain reaches the caller (the first failing grain's; tower's own errors in
+// the words of the whole batch, as the serial vmap raises them); every thread's interpreter stack
+// and grad mode are restored whatever happens.
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
@@ -30,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <typeinfo>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -344,7 +346,21 @@ R run_grains(const V& v, const parallel_t& p, std::int64_t bs, std::int64_t grai
   }
 #endif
   for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const error& failure) {
+        // A kernel names an example by its index in what it was given: the grain's ("matrix 61
+        // of shape [64, 2, 2]"). The serial form over the whole batch raises the same error in the
+        // batch's words; an error is rare enough to run it for them. Only tower's own errors: a
+        // user's kind of exception, which may follow side effects of f, is passed on as it is.
+        if (typeid(failure) == typeid(error) || typeid(failure) == typeid(vmap_op_error)) {
+          grain_scope scope(caller);
+          (void)run_slice(0, bs);
+        }
+        throw;
+      }
+    }
 
   // Runtime outputs back to runtime values.
   return tree_zip(
