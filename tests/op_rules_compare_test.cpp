@@ -1,4 +1,4 @@
-// Table-driven rule checks of comparisons, where, clamp, stop_gradient and creation ops inside transforms (see
+// Table-driven rule checks of comparisons, where, clamp, cast, stop_gradient and creation ops inside transforms (see
 // tests/op_checker.hpp).
 #include <catch2/catch.hpp>
 
@@ -41,7 +41,7 @@ std::vector<sampler<3>> where_samples() {
 
 }  // namespace
 
-TEST_CASE("comparisons, where, clamp and creation ops: every rule, both paths") {
+TEST_CASE("comparisons, where, clamp, cast and creation ops: every rule, both paths") {
   counter() = {};
   auto where_row = traced(prim<3>("where", tw::where_op{}, where_samples()));
   where_row.diff = {false, true, true};
@@ -56,6 +56,9 @@ TEST_CASE("comparisons, where, clamp and creation ops: every rule, both paths") 
                               {uniform<1>({shape_t{}}), uniform<1>({shape_t{3}}), uniform<1>({shape_t{2, 3}})})))),
       with_fixed<on_fixed<kind::vector, kind::vector>>(traced(row<2>(
           "clamp(x, y - 0.5, 0.5) * x", [](auto x, auto y) { return tw::clamp(x, y - 0.5, 0.5) * x; }, binary(-1, 1)))),
+      doubles_only(
+          with_scalars(row<1>("cast<double>(sin(x)) * x", [](auto x) { return tw::cast<double>(tw::sin(x)) * x; },
+                              {uniform<1>({shape_t{}}), uniform<1>({shape_t{3}}), uniform<1>({shape_t{2, 3}})}))),
       traced(row<1>("x * zeros_like + ones_like + full_like",
                     [](auto x) { return x * tw::zeros_like(x) + tw::ones_like(x) * x + tw::full_like(x, 2.5) * x; },
                     {uniform<1>({shape_t{}}), uniform<1>({shape_t{3}}), uniform<1>({shape_t{2, 2}})}))));
